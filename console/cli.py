@@ -1,0 +1,133 @@
+"""`rl-console` command line: a thin dispatcher over the headless core.
+
+Each subcommand's handler lives next to the code it drives (``console/<area>/cli.py``) and has the
+signature ``handler(args: argparse.Namespace) -> int`` returning the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from console.errors import ConsoleError
+from console.spec import add_spec_arguments
+
+# subcommand -> "module:function"
+HANDLERS: dict[str, str] = {
+    "plan": "console.plan.cli:cmd_plan",
+    "run": "console.runs.cli:cmd_run",
+    "ls": "console.runs.cli:cmd_ls",
+    "show": "console.runs.cli:cmd_show",
+    "attach": "console.runs.cli:cmd_attach",
+    "cancel": "console.runs.cli:cmd_cancel",
+    "demo": "console.runs.cli:cmd_demo",
+    "replay": "console.runs.cli:cmd_replay",
+    "triage": "console.triage.cli:cmd_triage",
+    "report": "console.triage.cli:cmd_report",
+    "doctor": "console.doctor.cli:cmd_doctor",
+    "tui": "console.tui.launch:cmd_tui",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rl-console",
+        description="Validate Megatron-Bridge changes inside NeMo-RL and verl RL loops.",
+    )
+    p.add_argument("--theme", default=None, help="TUI theme (dark, light, high-contrast)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    sp = sub.add_parser("plan", help="print the steps (argv, env, cwd) without running")
+    add_spec_arguments(sp)
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--format", choices=("text", "json", "sh"), default=None)
+
+    sp = sub.add_parser("run", help="run a plan")
+    add_spec_arguments(sp)
+    sp.add_argument("--headless", action="store_true", help="print progress lines, end with the verdict")
+    sp.add_argument("--detach", action="store_true", help="return as soon as the run started")
+    sp.add_argument("--no-doctor", action="store_true", help="skip the preflight checks")
+
+    sp = sub.add_parser("ls", help="list runs")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--json", action="store_true")
+
+    sp = sub.add_parser("show", help="show a run's state and verdict")
+    sp.add_argument("run")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--json", action="store_true")
+
+    sp = sub.add_parser("attach", help="follow a run started earlier")
+    sp.add_argument("run")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--headless", action="store_true")
+
+    sp = sub.add_parser("cancel", help="stop a run and its whole process tree")
+    sp.add_argument("run")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--grace", type=float, default=10.0, help="seconds between SIGINT/SIGTERM/SIGKILL")
+
+    sp = sub.add_parser("demo", help="launch the embedded demo run and monitor it")
+    sp.add_argument("--headless", action="store_true")
+    sp.add_argument("--variant", dest="variants", action="append", default=[], help="e.g. nan")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+
+    sp = sub.add_parser("replay", help="re-emit a recorded log as a live run")
+    sp.add_argument("log")
+    sp.add_argument("--speed", type=float, default=1.0)
+    sp.add_argument("--framework", default=None)
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--headless", action="store_true")
+    sp.add_argument("--detach", action="store_true")
+
+    sp = sub.add_parser("triage", help="post-mortem triage of any log file")
+    sp.add_argument("logs", nargs="+", metavar="LOG")
+    sp.add_argument("--framework", default=None)
+    sp.add_argument("--exit-code", type=int, default=None)
+    sp.add_argument("--json", action="store_true")
+
+    sp = sub.add_parser("report", help="the summary report of a run")
+    sp.add_argument("run")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--format", choices=("md", "json"), default="md")
+
+    sp = sub.add_parser("doctor", help="preflight checks only")
+    add_spec_arguments(sp)
+    sp.add_argument("--json", action="store_true")
+
+    sp = sub.add_parser("tui", help="open the console (same as no command)")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--open", dest="open_run", default=None, help="open this run's monitor")
+    sp.add_argument("--log", default=None, help="open a log file in the triage screen")
+    return p
+
+
+def _resolve(spec: str):
+    module, func = spec.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = args.command or "tui"
+    if args.command is None:
+        args.runs_dir = None
+        args.open_run = None
+        args.log = None
+    try:
+        handler = _resolve(HANDLERS[command])
+        return int(handler(args) or 0)
+    except ConsoleError as exc:
+        print(f"rl-console {command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
