@@ -42,3 +42,71 @@ def decode(raw: bytes) -> str:
 def clean_line(raw: bytes | str) -> str:
     text = decode(raw) if isinstance(raw, bytes) else raw
     return strip_ansi(collapse_cr(text)).rstrip("\n")
+
+
+# A tqdm-style bar: "[desc: ] NN%|bar| n/total [elapsed<remaining, rate[, postfix]]" or "n it [..]".
+_BAR_RE = re.compile(
+    r"(?:[^\r|]*?:\s*)?\d{1,3}%\|[^|]*\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*(?:\[[^\]]*\])?"
+    r"|(?:[^\r|]*?:\s*)?\d+(?:\.\d+)?[kMG]?it\s*\[[^\]]*\]"
+)
+# Something that looks like a progress state even if not in tqdm's format (overwritten redraws).
+_BARLIKE_RE = re.compile(r"\d+(?:\.\d+)?%|\d+/\d+|it/s|s/it")
+# A Ray actor prefix alone, e.g. "(TaskRunner pid=12, ip=10.0.0.1) ".
+_RAY_PREFIX_ONLY_RE = re.compile(r"^\s*\(\w+(?:\[[^\]]*\])? pid=\d+(?:, ip=[\d.]+)?\)\s*$")
+
+
+def split_bar(segment: str) -> tuple[str, str, str]:
+    """Split one ``\\r`` segment into (text before a bar, the bar, text after it).
+
+    Without a tqdm-style bar the whole segment is returned as the first item.
+    """
+    m = _BAR_RE.search(segment)
+    if m is None:
+        return segment, "", ""
+    return segment[: m.start()], m.group(0).strip(), segment[m.end() :]
+
+
+def split_cr_segments(text: str) -> list[str]:
+    """Turn one physical line with ``\\r`` redraws into the lines a reader needs.
+
+    Returns the log messages that shared the physical line with a progress bar (in order),
+    then the bar's final state. Overwritten bar states are dropped; a message printed right
+    after a bar (``...it/s]step:1 - loss:0.5``) is kept as its own item. Text without ``\\r``
+    is returned as a single item. ANSI must already be stripped.
+    """
+    if "\r" not in text:
+        return [text]
+    segments = text.split("\r")
+    out: list[str] = []
+    last_bar = ""
+    prefix = ""
+    n = len(segments)
+    for i, seg in enumerate(segments):
+        if not seg.strip():
+            continue
+        if _RAY_PREFIX_ONLY_RE.match(seg):
+            prefix = seg.strip() + " "
+            continue
+        before, bar, after = split_bar(seg)
+        if bar:
+            last_bar = prefix + (before + bar if before.strip() else bar)
+            if after.strip():
+                out.append(prefix + after.strip())
+            continue
+        if i < n - 1 and _BARLIKE_RE.search(seg) and len(seg) < 400:
+            # an overwritten, non-tqdm progress state: a terminal would not show it any more
+            last_bar = prefix + seg.strip()
+            continue
+        out.append(prefix + seg.rstrip())
+    if last_bar:
+        out.append(last_bar)
+    return out or [""]
+
+
+def clean_segments(raw: bytes | str) -> list[str]:
+    """Decode, strip ANSI and split ``\\r`` redraws of one physical line (see split_cr_segments)."""
+    text = decode(raw) if isinstance(raw, bytes) else raw
+    text = strip_ansi(text).rstrip("\n")
+    if text.endswith("\r"):
+        text = text.rstrip("\r")
+    return split_cr_segments(text)
