@@ -29,7 +29,7 @@ BANNER = "=" * 25
 @dataclass
 class Config:
     steps: int = 30
-    prompts_per_step: int = 32
+    prompts_per_step: int = 48
     generations_per_prompt: int = 8
     lr: float = 2e-3
     minibatches: int = 2
@@ -39,7 +39,7 @@ class Config:
     seed: int = 42
 
 
-VARIANT_LR = {"nan": 1000}
+VARIANT_LR = {"nan": 1e3}
 
 
 def pick_device(choice: str) -> torch.device:
