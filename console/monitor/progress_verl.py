@@ -1,0 +1,137 @@
+"""verl output: the tqdm "Training Progress" bar (anywhere in a line), ``step:N - key:value``
+metric lines (``np.float64(...)`` values; ``step:0`` is validation), resume lines of both trainer
+generations, and completion (last step equals total). See reference/notes-verl.md §2 and §6.3."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from console.events import Event
+from console.monitor.progress_base import ParserState, json_number, parse_clock, parse_number
+
+_BAR_RE = re.compile(
+    r"Training Progress:\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]<]*)<([^\],]*),\s*([^\],]*)[^\]]*\]"
+)
+_STEP_RE = re.compile(r"(?:^|(?<=[\s)\]]))step:(\d+)(?= - |\s*$)(.*)$")
+_TOTAL_RE = re.compile(r"Total training steps: (\d+)")
+_RESUME_RE = re.compile(r"Resuming from (.+?), setting global step to (\d+)")
+_LEGACY_RESUME_RE = re.compile(r"Setting global step to (\d+)")
+_PHASES = (
+    ("[validate_config] All configuration checks passed", "Config validated"),
+    ("ray init kwargs:", "Starting Ray"),
+    ("all initialize finished, ready to fit", "Ready to fit"),
+    ("Initial validation metrics", "Initial validation done"),
+    ("Final validation metrics", "Final validation done"),
+    ("Training from scratch", "Training from scratch"),
+)
+
+
+def parse_metrics_line(rest: str) -> dict[str, float | str]:
+    """`` - k:v - k:v`` (the part after ``step:N``) -> {k: number}; non-numbers are dropped."""
+    values: dict[str, float | str] = {}
+    for part in rest.split(" - "):
+        key, sep, raw = part.strip().rpartition(":")
+        if not sep or not key:
+            continue
+        val = parse_number(raw)
+        if val is not None:
+            values[key] = json_number(val)
+    return values
+
+
+def _rate_to_step_time(rate: str) -> float | None:
+    r = rate.strip()
+    try:
+        if r.endswith("s/it"):
+            return float(r[:-4])
+        if r.endswith("it/s"):
+            v = float(r[:-4])
+            return 1.0 / v if v > 0 else None
+    except ValueError:
+        return None
+    return None
+
+
+class VerlProgressParser(ParserState):
+    source = "verl"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen_bar = False
+        self._phase: str | None = None
+
+    def feed(self, text: str, now: float | None = None) -> list[Event]:
+        now = time.time() if now is None else now
+        out: list[Event] = []
+        if "Training Progress" in text:
+            m = _BAR_RE.search(text)
+            if m:
+                out += self._bar(m, now)
+        if "step:" in text:
+            m = _STEP_RE.search(text)
+            if m:
+                out += self._step_line(int(m.group(1)), m.group(2), now)
+                return out
+        if "raining steps" in text:
+            m = _TOTAL_RE.search(text)
+            if m:
+                self.total = int(m.group(1))
+                return out + self._progress(now)
+        if "global step to" in text:
+            m = _RESUME_RE.search(text) or _LEGACY_RESUME_RE.search(text)
+            if m:
+                n = int(m.groups()[-1])
+                self.resumed_from = n
+                self.step = self.done = n
+                out += self._progress(now, force=True)
+                out += self._phase_event(f"Resumed from step {n}", now)
+                return out
+        for needle, name in _PHASES:
+            if needle in text:
+                if name == "Training from scratch":
+                    self.resumed_from = None
+                out += self._phase_event(name, now)
+                break
+        return out
+
+    def _phase_event(self, name: str, now: float) -> list[Event]:
+        if name == self._phase:
+            return []
+        self._phase = name
+        return [Event("phase", data={"name": name, "source": self.source}, t=now)]
+
+    def _bar(self, m: re.Match[str], now: float) -> list[Event]:
+        n, total = int(m.group(2)), int(m.group(3))
+        remaining = parse_clock(m.group(5))
+        rate = m.group(6)
+        if not self._seen_bar and n > 0 and "?" in rate and self.resumed_from is None:
+            self.resumed_from = n  # tqdm(initial=global_steps): the first render shows the resumed step
+        self._seen_bar = True
+        self.total = total
+        st = _rate_to_step_time(rate)
+        if st is not None:
+            self.eta.report_step_time(st)
+        if self.done is None or n >= self.done:
+            self.step = self.done = n
+        self.eta.observe(n, now)
+        out = self._progress(now, eta_s=remaining)
+        if n == total and n > 0:
+            out += self._complete("last step equals total", now)
+        return out
+
+    def _step_line(self, step: int, rest: str, now: float) -> list[Event]:
+        values = parse_metrics_line(rest)
+        out = [Event("metrics", data={"step": step, "values": values, "source": self.source}, t=now)]
+        if step == 0:
+            return out  # validation before training, not a training step
+        t = values.get("timing_s/step")
+        if isinstance(t, float):
+            self.eta.report_step_time(t)
+        if self.done is None or step >= self.done:
+            self.step = self.done = step
+        self.eta.observe(step, now)
+        out += self._progress(now)
+        if self.total is not None and step >= self.total:
+            out += self._complete("last step equals total", now)
+        return out
