@@ -1,0 +1,68 @@
+"""`rl-console doctor SPEC... [--json]`: exit 0 for ok/warn, 3 for block, 2 for a bad spec."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import textwrap
+from typing import Any
+
+from console import exitcodes
+from console.doctor.registry import run_doctor
+from console.spec import RunSpec, spec_from_args
+
+_MARK = {"ok": "ok", "warn": "WARN", "block": "BLOCK"}
+
+
+def build_plan_if_available(spec: RunSpec) -> Any:
+    """The plan builder's Plan when it exists; its SpecError (bad spec) propagates as exit 2."""
+    try:
+        from console.plan import build_plan  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return build_plan(spec)
+
+
+def format_table(result: dict[str, Any], width: int | None = None) -> str:
+    width = width or max(60, min(shutil.get_terminal_size((100, 20)).columns, 140))
+    id_w = max(len(c["id"]) for c in result["checks"]) if result["checks"] else 10
+    lines = [f"{'CHECK':<{id_w}}  {'STATUS':<6}  EVIDENCE"]
+    indent = " " * (id_w + 10)
+    for check in result["checks"]:
+        body = textwrap.wrap(check["evidence"] or "-", width=max(20, width - len(indent))) or ["-"]
+        lines.append(f"{check['id']:<{id_w}}  {_MARK[check['status']]:<6}  {body[0]}")
+        lines.extend(indent + more for more in body[1:])
+        if check["status"] != "ok":
+            for text in textwrap.wrap("advice: " + check["advice"], width=max(20, width - len(indent))):
+                lines.append(indent + text)
+            remedy = _remedy_text(check["remedy"])
+            if remedy:
+                lines.append(indent + "remedy: " + remedy)
+    lines.append(f"verdict: {result['verdict']}")
+    return "\n".join(lines)
+
+
+def _remedy_text(remedy: dict[str, Any]) -> str:
+    parts = [f"{k}={v}" for k, v in remedy.get("env", {}).items()]
+    parts += [f"unset {n}" for n in remedy.get("unset", [])]
+    parts += list(remedy.get("overrides", []))
+    parts += [" ".join(c) for c in remedy.get("commands", [])]
+    return "; ".join(parts)
+
+
+def exit_code(result: dict[str, Any]) -> int:
+    return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    plan = build_plan_if_available(spec)
+    result = run_doctor(spec, plan)
+    if getattr(args, "json", False):
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_table(result))
+    return exit_code(result)

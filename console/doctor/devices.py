@@ -1,0 +1,104 @@
+"""`visible_devices` (ROCm/HIP variables next to CUDA's) and `gpus` (NVML count and compute capability)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.doctor.context import DoctorContext
+from console.doctor.result import finding, make_remedy
+
+VISIBLE_ID = "visible_devices"
+GPUS_ID = "gpus"
+ROCM_NAMES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+def check_visible_devices(ctx: DoctorContext) -> dict[str, Any]:
+    rocm = [n for n in ROCM_NAMES if ctx.env.get(n) is not None]
+    cuda = ctx.env.get("CUDA_VISIBLE_DEVICES")
+    shown = ", ".join(f"{n}={ctx.env[n]!r}" for n in rocm)
+    if rocm and cuda is not None:
+        return finding(VISIBLE_ID, "conflict", f"{shown} together with CUDA_VISIBLE_DEVICES={cuda!r}",
+                       make_remedy(unset=rocm), names=" and ".join(rocm))
+    if rocm and not ctx.is_demo:
+        return finding(VISIBLE_ID, "rocm_only", f"{shown}; CUDA_VISIBLE_DEVICES unset",
+                       make_remedy(unset=rocm), names=" and ".join(rocm))
+    evidence = f"CUDA_VISIBLE_DEVICES={cuda!r}" if cuda is not None else "CUDA_VISIBLE_DEVICES unset"
+    return finding(VISIBLE_ID, "ok", f"{evidence}; no ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES")
+
+
+@dataclass
+class Gpu:
+    index: int
+    name: str
+    capability: tuple[int, int]
+
+
+@dataclass
+class GpuReading:
+    error: str | None = None  # "no NVIDIA driver: ..." when NVML cannot start
+    gpus: list[Gpu] = field(default_factory=list)
+
+
+def read_nvml() -> GpuReading:
+    """GPUs through NVML (nvidia-ml-py), tolerant of a missing driver or a lost GPU."""
+    try:
+        import pynvml
+    except ImportError as exc:
+        return GpuReading(error=f"nvidia-ml-py not installed ({exc})")
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return GpuReading(error=f"no NVIDIA driver ({exc})")
+    try:
+        gpus: list[Gpu] = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                name = pynvml.nvmlDeviceGetName(handle)
+                name = name.decode() if isinstance(name, bytes) else str(name)
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+            except Exception as exc:  # lost GPU, MIG without access, ...
+                name, major, minor = f"unreadable ({exc})", 0, 0
+            gpus.append(Gpu(index, name, (int(major), int(minor))))
+        return GpuReading(gpus=gpus)
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def _visible(gpus: list[Gpu], cuda_visible: str | None) -> list[Gpu]:
+    if cuda_visible is None:
+        return gpus
+    wanted = [v.strip() for v in cuda_visible.split(",") if v.strip()]
+    by_index = {str(g.index): g for g in gpus}
+    return [by_index[w] for w in wanted if w in by_index]
+
+
+def check_gpus(ctx: DoctorContext) -> dict[str, Any]:
+    reading = (ctx.probes.gpus or read_nvml)()
+    need = ctx.gpus_needed
+    if reading.error:
+        case = "no_driver_needed" if need > 0 else "no_driver"
+        return finding(GPUS_ID, case, f"{reading.error}; the plan needs {need} GPU(s)", need=need)
+    visible = _visible(reading.gpus, ctx.env.get("CUDA_VISIBLE_DEVICES"))
+    caps = sorted({f"{g.capability[0]}.{g.capability[1]}" for g in visible})
+    names = sorted({g.name for g in visible})
+    evidence = (f"{len(visible)} visible of {len(reading.gpus)} ({', '.join(names) or 'none'}; "
+                f"compute capability {', '.join(caps) or '-'}); the plan needs {need}")
+    if len(visible) < need:
+        return finding(GPUS_ID, "too_few", evidence, need=need, have=len(visible))
+    gen_levels = ctx.catalog["gpus"]["megatron_generation_levels"].get(ctx.framework, [])
+    blackwell = [g for g in visible if g.capability[0] >= int(ctx.catalog["gpus"]["blackwell_major"])]
+    if blackwell and any(level in gen_levels for level in ctx.spec.levels):
+        cc = f"{blackwell[0].capability[0]}.{blackwell[0].capability[1]}"
+        return finding(GPUS_ID, "blackwell", evidence, cc=cc)
+    return finding(GPUS_ID, "ok", evidence)
+
+
+def cuda_arch_list(ctx: DoctorContext) -> str:
+    """TORCH_CUDA_ARCH_LIST for the node's GPUs, or the catalog's default when none are readable."""
+    reading = (ctx.probes.gpus or read_nvml)()
+    caps = sorted({f"{g.capability[0]}.{g.capability[1]}" for g in reading.gpus if g.capability[0]})
+    return " ".join(caps) if caps else str(ctx.catalog["remedies"]["torch_cuda_arch_list"])

@@ -1,0 +1,58 @@
+"""`mcore_helpers`: Megatron-Core's `helpers_cpp` built with the interpreter's EXT_SUFFIX; python3-config."""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+from console.doctor.context import DoctorContext
+from console.doctor.probe import MARKER, run_probe
+from console.doctor.result import NOT_APPLICABLE_DEMO, finding, make_remedy
+
+CHECK_ID = "mcore_helpers"
+_SUFFIX_PROBE = f"import json, sysconfig; print({MARKER!r} + json.dumps(sysconfig.get_config_var('EXT_SUFFIX') or '.so'))"
+
+
+def ext_suffix(ctx: DoctorContext) -> str:
+    """EXT_SUFFIX of the interpreter the run uses (asked in a subprocess when it is not this one)."""
+    if ctx.python == sys.executable:
+        return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    probe = run_probe([ctx.python, "-c", _SUFFIX_PROBE], ctx.env, None, 30)
+    return str(probe.payload) if isinstance(probe.payload, str) else ".so"
+
+
+def mcore_root(ctx: DoctorContext) -> Path | None:
+    """The first PYTHONPATH entry holding megatron/core, else the Bridge's Megatron-LM submodule."""
+    for entry in (ctx.env.get("PYTHONPATH") or "").split(":"):
+        if entry and (Path(entry) / "megatron" / "core").is_dir():
+            return Path(entry)
+    if ctx.bridge is not None:
+        sub = ctx.bridge / ctx.catalog["paths"]["mcore_in_bridge"]
+        if (sub / "megatron" / "core").is_dir():
+            return sub
+    return None
+
+
+def check_mcore_helpers(ctx: DoctorContext) -> dict[str, Any]:
+    if ctx.is_demo:
+        return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
+    root = mcore_root(ctx)
+    if root is None:
+        where = str(ctx.bridge / ctx.catalog["paths"]["mcore_in_bridge"]) if ctx.bridge else "PYTHONPATH"
+        return finding(CHECK_ID, "no_mcore", f"no megatron/core on PYTHONPATH or under {where}", mcore=where)
+    ext = ext_suffix(ctx)
+    datasets = root / ctx.catalog["paths"]["mcore_helpers_dir"]
+    config = ctx.probes.which("python3-config")
+    config_note = f"python3-config: {config or 'not on PATH'}"
+    expected = datasets / f"helpers_cpp{ext}"
+    build = make_remedy(commands=[["make", "-C", str(datasets), f"LIBEXT={ext}"]])
+    if expected.is_file():
+        return finding(CHECK_ID, "ok", f"{expected} present; {config_note}")
+    others = sorted(p.name for p in datasets.glob("helpers_cpp*") if p.is_file()) if datasets.is_dir() else []
+    if others:
+        return finding(CHECK_ID, "suffixless", f"{datasets}: {', '.join(others)} but no helpers_cpp{ext}; "
+                       f"{config_note}", build, ext=ext)
+    case = "not_built" if config else "not_built_no_config"
+    return finding(CHECK_ID, case, f"{datasets}: no helpers_cpp{ext}; {config_note}", build, ext=ext)

@@ -1,0 +1,65 @@
+"""`stale_ray`: is a Ray cluster already running on this node? Found without `ray status`:
+GCS/raylet processes (psutil) and Ray's current-cluster file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.doctor.context import DoctorContext
+from console.doctor.result import finding, make_remedy
+
+CHECK_ID = "stale_ray"
+RAY_PROCESS_NAMES = ("gcs_server", "raylet")
+
+
+@dataclass
+class RayCluster:
+    running: bool
+    address: str | None  # what ray.init(address=...) should get, None: start a throw-away one
+    pids: list[int] = field(default_factory=list)
+    evidence: str = ""
+
+
+def ray_processes() -> list[tuple[int, str]]:
+    import psutil
+
+    out: list[tuple[int, str]] = []
+    for proc in psutil.process_iter(["pid", "name"]):
+        name = proc.info.get("name") or ""
+        if name in RAY_PROCESS_NAMES:
+            out.append((proc.info["pid"], name))
+    return out
+
+
+def current_cluster_file(ctx: DoctorContext) -> Path:
+    return Path(ctx.env.get("RAY_TMPDIR") or "/tmp") / "ray" / "ray_current_cluster"
+
+
+def detect_cluster(ctx: DoctorContext) -> RayCluster:
+    lister = ctx.probes.processes or ray_processes
+    procs = [(pid, name) for pid, name in lister() if name in RAY_PROCESS_NAMES]
+    explicit = ctx.env.get("RAY_ADDRESS")
+    if explicit:
+        return RayCluster(True, explicit, [p for p, _ in procs], f"RAY_ADDRESS={explicit}")
+    if not procs:
+        return RayCluster(False, None, [], "no gcs_server/raylet process on this node")
+    names = ", ".join(f"{name} (pid {pid})" for pid, name in procs[:6])
+    marker = current_cluster_file(ctx)
+    try:
+        bootstrap = marker.read_text().strip() if marker.is_file() else ""
+    except OSError:
+        bootstrap = ""
+    if bootstrap:
+        return RayCluster(True, "auto", [p for p, _ in procs], f"{names}; {marker}: {bootstrap}")
+    return RayCluster(True, None, [p for p, _ in procs], f"{names}; no {marker} (a driver's own local cluster)")
+
+
+def check_stale_ray(ctx: DoctorContext) -> dict[str, Any]:
+    cluster = detect_cluster(ctx)
+    if not cluster.pids:
+        return finding(CHECK_ID, "ok", cluster.evidence if not cluster.running else
+                       f"{cluster.evidence}; no Ray process on this node")
+    return finding(CHECK_ID, "running", cluster.evidence,
+                   make_remedy(commands=[["ray", "stop", "--force"]]))

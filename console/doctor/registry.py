@@ -1,0 +1,82 @@
+"""The checks in report order, and `run_doctor` which runs them (concurrently: most wait on subprocesses)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from console.doctor.context import DoctorContext, Probes, build_context
+from console.doctor.devices import check_gpus, check_visible_devices
+from console.doctor.disk import check_disk_space
+from console.doctor.hf import check_hf_snapshot
+from console.doctor.imports import check_bridge_import_driver, check_bridge_import_ray_worker
+from console.doctor.mcore import check_mcore_helpers
+from console.doctor.ray_cluster import check_stale_ray
+from console.doctor.repos import check_repo_state
+from console.doctor.result import empty_remedy, overall_verdict
+from console.doctor.tools import check_tools
+from console.errors import SpecError
+from console.redact import redact_text
+from console.spec import RunSpec
+
+Check = Callable[[DoctorContext], dict[str, Any]]
+
+CHECKS: dict[str, Check] = {
+    "repo_state": check_repo_state,
+    "bridge_import_driver": check_bridge_import_driver,
+    "bridge_import_ray_worker": check_bridge_import_ray_worker,
+    "visible_devices": check_visible_devices,
+    "disk_space": check_disk_space,
+    "hf_snapshot": check_hf_snapshot,
+    "stale_ray": check_stale_ray,
+    "gpus": check_gpus,
+    "mcore_helpers": check_mcore_helpers,
+    "tools": check_tools,
+}
+CHECK_IDS: tuple[str, ...] = tuple(CHECKS)
+
+
+def _run_one(check_id: str, ctx: DoctorContext) -> dict[str, Any]:
+    try:
+        entry = CHECKS[check_id](ctx)
+    except Exception as exc:  # a broken probe must not hide the other checks
+        entry = {"id": check_id, "status": "warn", "evidence": f"check crashed: {type(exc).__name__}: {exc}",
+                 "advice": "The doctor could not run this check; verify it by hand.", "remedy": empty_remedy()}
+    return _redacted(entry)
+
+
+def _redacted(entry: dict[str, Any]) -> dict[str, Any]:
+    remedy = entry.get("remedy") or empty_remedy()
+    return {
+        "id": entry["id"], "status": entry["status"],
+        "evidence": redact_text(str(entry.get("evidence", ""))),
+        "advice": redact_text(str(entry.get("advice", ""))),
+        "remedy": {
+            "env": {k: redact_text(v) for k, v in (remedy.get("env") or {}).items()},
+            "unset": list(remedy.get("unset") or []),
+            "overrides": [redact_text(o) for o in remedy.get("overrides") or []],
+            "commands": [list(c) for c in remedy.get("commands") or []],
+        },
+    }
+
+
+def run_doctor(spec: RunSpec, plan: Any = None, *, checks: list[str] | None = None,
+               probes: Probes | None = None, run_dir: Path | None = None,
+               context: DoctorContext | None = None) -> dict[str, Any]:
+    """Run the preflight checks; returns `{"verdict": "ok|warn|block", "checks": [...]}`.
+
+    `plan` is a `console.plan.Plan` (or its dict); without one the procedures' PYTHONPATH is computed
+    from the spec. `checks` picks ids (default all, in report order); `probes` replaces machine readings
+    (tests); `context` replaces the whole context (tests).
+    """
+    wanted = list(checks) if checks else list(CHECK_IDS)
+    unknown = [c for c in wanted if c not in CHECKS]
+    if unknown:
+        raise SpecError(f"unknown doctor check(s) {', '.join(unknown)}; known: {', '.join(CHECK_IDS)}")
+    ctx = context or build_context(spec, plan, run_dir=run_dir, probes=probes)
+    workers = max(1, int(ctx.catalog["defaults"]["parallel"]))
+    with ThreadPoolExecutor(max_workers=min(workers, len(wanted))) as pool:
+        results = list(pool.map(lambda cid: _run_one(cid, ctx), wanted))
+    return {"verdict": overall_verdict(results), "checks": results}

@@ -1,0 +1,59 @@
+"""`repo_state`: both checkouts' short HEAD and dirty files; NeMo-RL's vendored Bridge."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from console.doctor.context import DoctorContext
+from console.doctor.gitinfo import full_head, repo_state
+from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding
+
+CHECK_ID = "repo_state"
+_REPO_VAR = {"nemo-rl": "NEMO_RL_REPO", "verl": "VERL_REPO"}
+
+
+def check_repo_state(ctx: DoctorContext) -> dict[str, Any]:
+    if ctx.is_demo:
+        return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
+    items: list[Item] = []
+    bridge, repo = ctx.bridge, ctx.repo
+    if bridge is None:
+        items.append(Item("missing_bridge", "Bridge checkout: not given"))
+    else:
+        state = repo_state(bridge)
+        items.append(Item("ok" if state.head else "not_git", f"Bridge: {state.describe()}",
+                          facts={"path": str(bridge)}))
+    if repo is None:
+        items.append(Item("missing_repo", f"{ctx.framework} checkout: not given",
+                          facts={"framework": ctx.framework, "repo_var": _REPO_VAR[ctx.framework]}))
+    else:
+        state = repo_state(repo)
+        items.append(Item("ok" if state.head else "not_git", f"{ctx.framework}: {state.describe()}",
+                          facts={"path": str(repo)}))
+    if ctx.framework == "nemo-rl" and repo is not None and bridge is not None:
+        items.append(vendored_bridge_item(ctx))
+    return combine(CHECK_ID, items)
+
+
+def vendored_bridge_item(ctx: DoctorContext) -> Item:
+    """Is NeMo-RL's vendored `3rdparty/.../Megatron-Bridge` the checkout under test?"""
+    assert ctx.repo is not None and ctx.bridge is not None
+    vendored = ctx.repo / ctx.catalog["paths"]["nemo_rl_vendored_bridge"]
+    facts = {"vendored": str(vendored)}
+    if not vendored.exists():
+        return Item("vendored_same", f"vendored Bridge: absent ({vendored})", facts=facts)
+    if os.path.realpath(vendored) == os.path.realpath(ctx.bridge):
+        return Item("vendored_same", "vendored Bridge: is the checkout under test (same path)", facts=facts)
+    v_head, b_head = full_head(vendored), full_head(ctx.bridge)
+    if v_head is None or v_head != b_head:
+        return Item("vendored_differs",
+                    f"vendored Bridge: {vendored} @ {(v_head or 'no git')[:12]} differs from the checkout "
+                    f"under test @ {(b_head or 'no git')[:12]}", facts=facts)
+    v_dirty, b_dirty = repo_state(vendored).dirty, repo_state(ctx.bridge).dirty
+    if sorted(v_dirty) != sorted(b_dirty):
+        return Item("vendored_dirty_mismatch",
+                    f"vendored Bridge: same commit {v_head[:12]} but local changes differ "
+                    f"({len(v_dirty)} vs {len(b_dirty)} dirty files)", facts=facts)
+    return Item("vendored_same", f"vendored Bridge: same commit {v_head[:12]} and dirty files as the checkout "
+                "under test", facts=facts)

@@ -1,0 +1,81 @@
+"""Check results: the `{"id", "status", "evidence", "advice", "remedy"}` entries of doctor JSON."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.doctor.catalog import doctor_catalog
+
+STATUS_RANK = {"ok": 0, "warn": 1, "block": 2}
+NOT_APPLICABLE_DEMO = "not applicable to the demo"
+
+
+def empty_remedy() -> dict[str, Any]:
+    """The remedy shape shared with triage: env to set, names to unset, Hydra overrides, commands."""
+    return {"env": {}, "unset": [], "overrides": [], "commands": []}
+
+
+def make_remedy(env: dict[str, str] | None = None, unset: Iterable[str] = (),
+                overrides: Iterable[str] = (), commands: Iterable[list[str]] = ()) -> dict[str, Any]:
+    return {"env": dict(env or {}), "unset": list(unset), "overrides": list(overrides),
+            "commands": [list(c) for c in commands]}
+
+
+def merge_remedies(remedies: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    out = empty_remedy()
+    for r in remedies:
+        out["env"].update(r.get("env") or {})
+        for key in ("unset", "overrides", "commands"):
+            for item in r.get(key) or []:
+                if item not in out[key]:
+                    out[key].append(item)
+    return out
+
+
+class _Facts(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def advice_for(check_id: str, case: str, **facts: Any) -> tuple[str, str]:
+    """(status, advice) of a case of a check, from the catalog."""
+    entry = doctor_catalog()["checks"][check_id][case]
+    advice = string.Formatter().vformat(entry.get("advice", ""), (), _Facts(facts))
+    return entry["status"], advice
+
+
+@dataclass
+class Item:
+    """One finding of a check; a check with several findings reports the worst."""
+
+    case: str
+    evidence: str
+    remedy: dict[str, Any] = field(default_factory=empty_remedy)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def finding(check_id: str, case: str, evidence: str, remedy: dict[str, Any] | None = None,
+            **facts: Any) -> dict[str, Any]:
+    status, advice = advice_for(check_id, case, **facts)
+    return {"id": check_id, "status": status, "evidence": evidence, "advice": advice,
+            "remedy": remedy or empty_remedy()}
+
+
+def combine(check_id: str, items: list[Item]) -> dict[str, Any]:
+    """Fold several findings into one check entry: worst status, all evidence, non-ok advice."""
+    if not items:
+        return finding(check_id, "ok", "nothing to check")
+    graded = [(item, *advice_for(check_id, item.case, **item.facts)) for item in items]
+    status = max((g[1] for g in graded), key=STATUS_RANK.__getitem__)
+    evidence = "; ".join(item.evidence for item, _, _ in graded if item.evidence)
+    advice = " ".join(dict.fromkeys(adv for item, st, adv in graded if st != "ok" and adv))
+    remedy = merge_remedies(item.remedy for item, st, _ in graded if st != "ok")
+    return {"id": check_id, "status": status, "evidence": evidence, "advice": advice, "remedy": remedy}
+
+
+def overall_verdict(checks: list[dict[str, Any]]) -> str:
+    worst = max((STATUS_RANK.get(c["status"], 2) for c in checks), default=0)
+    return {0: "ok", 1: "warn", 2: "block"}[worst]
