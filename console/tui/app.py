@@ -1,0 +1,116 @@
+"""The rl-console Textual app: owns themes, settings and the screen stack."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from console.tui.config import load_config, save_config
+from console.tui.themes import DEFAULT_THEME, load_themes, resolve_theme_name
+
+QUIT_NOTE = "q quits the console only: runs keep going"
+
+
+class ConsoleApp(App[int]):
+    TITLE = "rl-console"
+    SUB_TITLE = QUIT_NOTE
+    CSS_PATH = "console.tcss"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", tooltip=QUIT_NOTE),
+        Binding("question_mark", "help", "Help"),
+        Binding("t", "cycle_theme", "Theme"),
+    ]
+
+    def __init__(self, runs_dir: Path, *, open_run: Path | None = None, open_log: Path | None = None,
+                 theme: str | None = None) -> None:
+        super().__init__()
+        self.runs_dir = runs_dir
+        self._open_run = open_run
+        self._open_log = open_log
+        self._wanted_theme = theme
+        self.our_themes: list[str] = []
+        self._themes_ready = False
+
+    # -- themes ------------------------------------------------------------------------------
+    def _setup_themes(self) -> None:
+        loaded = load_themes()
+        for theme in loaded.themes:
+            self.register_theme(theme)
+            self.our_themes.append(theme.name)
+        if loaded.notice:
+            self.notify(loaded.notice, severity="warning", timeout=8)
+        wanted = self._wanted_theme or load_config().get("theme") or DEFAULT_THEME
+        self.theme = resolve_theme_name(wanted, list(self.available_themes))
+        self._themes_ready = True
+
+    def watch_theme(self, name: str) -> None:
+        if self._themes_ready:
+            save_config(theme=name)
+
+    def action_cycle_theme(self) -> None:
+        names = self.our_themes or ["textual-dark", "textual-light", "textual-ansi"]
+        idx = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(idx + 1) % len(names)]
+        self.notify(f"theme: {self.theme} (remembered)", timeout=2)
+
+    # -- screens -----------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        from console.tui.screens.home import HomeScreen
+
+        self._setup_themes()
+        self.push_screen(HomeScreen())
+        if self._open_run is not None:
+            self.open_monitor(self._open_run)
+        elif self._open_log is not None:
+            self.open_triage([self._open_log])
+
+    def open_monitor(self, run_dir: Path) -> None:
+        from console.tui.screens.monitor import MonitorScreen
+
+        self.push_screen(MonitorScreen(run_dir))
+
+    def open_triage(self, paths: list[Path]) -> None:
+        from console.tui.screens.triage import TriageScreen
+
+        self.push_screen(TriageScreen(paths))
+
+    def open_report(self, run_dir: Path) -> None:
+        from console.tui.screens.report import ReportScreen
+
+        self.push_screen(ReportScreen(run_dir))
+
+    def open_new_run(self) -> None:
+        from console.tui.screens.newrun import NewRunScreen
+
+        self.push_screen(NewRunScreen(self.runs_dir))
+
+    def action_help(self) -> None:
+        from console.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_open_log_prompt(self) -> None:
+        from console.tui.screens.dialogs import PathPrompt
+
+        def done(path: Path | None) -> None:
+            if path is not None:
+                self.open_triage([path])
+
+        self.push_screen(PathPrompt("Open a log file for triage", must_be_file=True), done)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("New run", "Choose levels, preview commands, preflight, launch",
+                            self.open_new_run)
+        yield SystemCommand("Open log for triage", "Browse a log file's findings next to its lines",
+                            self.action_open_log_prompt)
+        yield SystemCommand("Cycle theme", "dark -> light -> high-contrast (remembered)",
+                            self.action_cycle_theme)
+        yield SystemCommand("Help", "Key bindings of every screen", self.action_help)
+        for name, help_text, action in getattr(screen, "PALETTE", []):
+            yield SystemCommand(name, help_text, getattr(screen, action))

@@ -1,0 +1,80 @@
+"""The headless core as the console uses it: one place for every call into it.
+
+Each function imports its back-end lazily, so a screen whose back-end is absent says so in one
+line (``BackendMissing``) instead of crashing the app.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from console.errors import ConsoleError
+
+
+class BackendMissing(ConsoleError):
+    pass
+
+
+def _get(module: str, name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise BackendMissing(f"{module}.{name} is not available ({exc.__class__.__name__})") from None
+
+
+def build_plan(spec: Any) -> Any:
+    return _get("console.plan", "build_plan")(spec)
+
+
+def catalog_levels(framework: str) -> Any:
+    return _get("console.plan", "catalog_levels")(framework)
+
+
+def recommend_levels(framework: str, touched: list[str]) -> Any:
+    return _get("console.plan", "recommend_levels")(framework, touched)
+
+
+def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
+    return _get("console.plan", "validate_overrides")(overrides, repo=repo)
+
+
+def touch_questions(framework: str) -> Any:
+    return _get("console.plan", "touch_questions")(framework)
+
+
+def run_doctor(spec: Any, plan: Any) -> dict[str, Any]:
+    return _get("console.doctor", "run_doctor")(spec, plan)
+
+
+def start_run(spec: Any, plan: Any = None) -> Path:
+    return Path(_get("console.runs.launch", "start_run")(spec, plan))
+
+
+def cancel_run(run_dir: Path, grace: float = 10.0) -> Any:
+    return _get("console.runs.cancel", "cancel_run")(run_dir, grace)
+
+
+def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
+    return Path(_get("console.runs.rerun", "rerun_with_remedy")(run_dir, remedy))
+
+
+def triage_files(paths: list[Path]) -> dict[str, Any]:
+    return _get("console.triage.scan", "triage_files")(paths)
+
+
+def run_verdict(run_dir: Path) -> dict[str, Any]:
+    return _get("console.triage.verdict", "run_verdict")(run_dir)
+
+
+def render_report(run_dir: Path) -> str:
+    return _get("console.report", "render_markdown")(run_dir)
+
+
+def host_sampler(paths: list[str]) -> Any:
+    return _get("console.monitor.host", "HostSampler")(paths)
+
+
+def gpu_sampler() -> Any:
+    return _get("console.monitor.gpu", "GpuSampler")()

@@ -1,0 +1,35 @@
+"""The console's small per-user settings file (the chosen theme), under XDG config home."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "rl-console" / "tui.json"
+
+
+def load_config() -> dict[str, Any]:
+    try:
+        data = json.loads(config_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_config(**updates: Any) -> None:
+    """Merge ``updates`` into the file (atomic replace); failures are silent: settings are a nicety."""
+    path = config_path()
+    data = load_config()
+    data.update(updates)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass

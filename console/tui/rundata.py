@@ -1,0 +1,334 @@
+"""Read-only view of run folders for the console (no Textual here: testable and reusable).
+
+Everything follows the run folder contract of console/CONTRACTS.md: ``state.json``, ``plan.json``,
+``spec.json``, ``events.jsonl``, ``metrics.json``, ``triage.json`` and ``logs/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.errors import RunNotFound
+from console.events import Event, read_events
+
+LIVE_STATUSES = ("pending", "running")
+MAX_POINTS = 600  # per metric series kept for plots
+MAX_FINDINGS = 500
+_TAIL_BYTES = 64 * 1024
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _last_progress(events_path: Path) -> dict[str, Any] | None:
+    """The last ``progress`` event, read from the file's tail only (bounded work per run)."""
+    try:
+        size = events_path.stat().st_size
+        with open(events_path, "rb") as fh:
+            fh.seek(max(0, size - _TAIL_BYTES))
+            chunk = fh.read()
+    except OSError:
+        return None
+    for raw in reversed(chunk.splitlines()):
+        if b'"progress"' not in raw:
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if obj.get("type") == "progress":
+            return obj
+    return None
+
+
+@dataclass
+class RunRow:
+    """One line of the Home screen."""
+
+    id: str
+    path: Path
+    status: str = "?"
+    verdict: str | None = None
+    framework: str = "?"
+    levels: list[int] = field(default_factory=list)
+    step_index: int = 0
+    step_count: int = 0
+    step_name: str = ""
+    progress_step: int | None = None
+    progress_total: int | None = None
+    created: float = 0.0
+    linked_from: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    def progress_text(self) -> str:
+        """``step N/M`` of the plan, then the training iteration, e.g. ``1/2 · it 5/20``."""
+        parts = []
+        if self.step_count:
+            parts.append(f"{min(self.step_index + 1, self.step_count)}/{self.step_count}")
+        if self.progress_step is not None:
+            total = f"/{self.progress_total}" if self.progress_total else ""
+            parts.append(f"it {self.progress_step}{total}")
+        return " · ".join(parts) or "-"
+
+
+def load_row(run_dir: Path) -> RunRow | None:
+    state = read_json(run_dir / "state.json")
+    if not isinstance(state, dict):
+        return None
+    spec = read_json(run_dir / "spec.json") or {}
+    steps = state.get("steps") or []
+    idx = int(state.get("current_step") or 0)
+    row = RunRow(
+        id=str(state.get("id") or run_dir.name), path=run_dir,
+        status=str(state.get("status") or "?"), verdict=state.get("verdict"),
+        framework=str(spec.get("framework") or "?"), levels=list(spec.get("levels") or []),
+        step_index=idx, step_count=len(steps),
+        step_name=str(steps[idx].get("name", "")) if 0 <= idx < len(steps) else "",
+        created=float(state.get("created") or 0.0), linked_from=state.get("linked_from"),
+    )
+    last = _last_progress(run_dir / "events.jsonl")
+    if last:
+        row.progress_step = last.get("step") if isinstance(last.get("step"), int) else None
+        row.progress_total = last.get("total")
+    return row
+
+
+def list_runs(runs_dir: Path) -> list[RunRow]:
+    """Runs in the store, newest first. Folders without a readable state.json are skipped."""
+    rows: list[RunRow] = []
+    try:
+        entries = [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return rows
+    for path in entries:
+        row = load_row(path)
+        if row is not None:
+            rows.append(row)
+    rows.sort(key=lambda r: (r.created, r.id), reverse=True)
+    return rows
+
+
+def resolve_run(runs_dir: Path, ref: str) -> Path:
+    """A run folder from an id, a unique id prefix, or a path; raises RunNotFound (one line)."""
+    direct = Path(ref).expanduser()
+    if (direct / "state.json").is_file():
+        return direct.resolve()
+    if (runs_dir / ref / "state.json").is_file():
+        return (runs_dir / ref).resolve()
+    try:
+        matches = sorted(p for p in runs_dir.iterdir() if p.name.startswith(ref) and (p / "state.json").is_file())
+    except OSError:
+        matches = []
+    if len(matches) == 1:
+        return matches[0].resolve()
+    if matches:
+        raise RunNotFound(f"run {ref!r} is ambiguous in {runs_dir}: {', '.join(m.name for m in matches[:5])}")
+    raise RunNotFound(f"no run {ref!r} in {runs_dir}")
+
+
+@dataclass
+class RunSnapshot:
+    """What the Monitor screen shows; built by RunModel in a worker thread, rendered on the app."""
+
+    run_dir: Path
+    state: dict[str, Any] = field(default_factory=dict)
+    plan_steps: list[dict[str, Any]] = field(default_factory=list)
+    progress: dict[str, dict[str, Any]] = field(default_factory=dict)  # step name -> last progress
+    phase: str | None = None
+    complete: str | None = None
+    metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    gpu: list[dict[str, Any]] = field(default_factory=list)
+    host: dict[str, Any] = field(default_factory=dict)
+    hang_idle_s: float | None = None
+    triage: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        return str(self.state.get("status") or "?")
+
+    @property
+    def verdict(self) -> str | None:
+        return self.state.get("verdict")
+
+    @property
+    def current_index(self) -> int:
+        return int(self.state.get("current_step") or 0)
+
+    def step_states(self) -> list[dict[str, Any]]:
+        return list(self.state.get("steps") or [])
+
+    def current_step_name(self) -> str | None:
+        steps = self.step_states()
+        idx = self.current_index
+        return str(steps[idx].get("name")) if 0 <= idx < len(steps) else None
+
+    def log_path(self, index: int | None = None) -> Path | None:
+        steps = self.step_states()
+        idx = self.current_index if index is None else index
+        if 0 <= idx < len(steps) and steps[idx].get("log"):
+            return self.run_dir / str(steps[idx]["log"])
+        return None
+
+
+class RunModel:
+    """Incremental reader of one run folder: state, plan, events and metrics.json."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.snapshot = RunSnapshot(run_dir=run_dir)
+        self._events_offset = 0
+        self._metrics_mtime = 0.0
+        self._triage_mtime = 0.0
+        plan = read_json(run_dir / "plan.json") or {}
+        self.snapshot.plan_steps = list(plan.get("steps") or [])
+
+    def refresh(self) -> RunSnapshot:
+        snap = self.snapshot
+        state = read_json(self.run_dir / "state.json")
+        if isinstance(state, dict):
+            snap.state = state
+        events, self._events_offset = read_events(self.run_dir / "events.jsonl", self._events_offset)
+        for ev in events:
+            self._apply(ev)
+        self._merge_metrics_json()
+        self._load_triage()
+        return snap
+
+    def _apply(self, ev: Event) -> None:
+        snap, data = self.snapshot, ev.data
+        # A progress/metrics payload's own "step" (the iteration number) shares the JSON key with
+        # the event's plan-step name, so after parsing it sits in ``ev.step``: key by current step.
+        if ev.type == "progress":
+            it = ev.step if isinstance(ev.step, int) else data.get("step")
+            name = ev.step if isinstance(ev.step, str) else (snap.current_step_name() or "?")
+            snap.progress[name] = {**data, "step": it}
+        elif ev.type == "metrics":
+            step = data.get("step", ev.step if isinstance(ev.step, int) else None)
+            for name, value in (data.get("values") or {}).items():
+                self._add_point(str(name), step, value)
+        elif ev.type == "phase":
+            snap.phase = data.get("name")
+        elif ev.type == "complete":
+            snap.complete = str(data.get("reason") or "complete")
+        elif ev.type == "finding":
+            if len(snap.findings) < MAX_FINDINGS:
+                snap.findings.append({"step": ev.step, **data})
+        elif ev.type == "gpu":
+            snap.gpu = list(data.get("devices") or [])
+        elif ev.type == "host":
+            snap.host = dict(data)
+        elif ev.type == "hang":
+            snap.hang_idle_s = data.get("idle_s")
+
+    def _add_point(self, name: str, step: Any, value: Any) -> None:
+        try:
+            point = (int(step) if step is not None else -1, float(value))
+        except (TypeError, ValueError):
+            return
+        series = self.snapshot.metrics.setdefault(name, [])
+        if series and series[-1][0] == point[0] and point[0] >= 0:
+            series[-1] = point
+        else:
+            series.append(point)
+        if len(series) > MAX_POINTS:
+            del series[: len(series) - MAX_POINTS]
+
+    def _merge_metrics_json(self) -> None:
+        path = self.run_dir / "metrics.json"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return
+        if mtime == self._metrics_mtime:
+            return
+        self._metrics_mtime = mtime
+        data = read_json(path)
+        if not isinstance(data, dict):
+            return
+        for tag, series in data.items():
+            if not isinstance(series, dict):
+                continue
+            points: list[tuple[int, float]] = []
+            for step, value in series.items():
+                try:
+                    points.append((int(step), float(value)))
+                except (TypeError, ValueError):
+                    continue
+            points.sort()
+            if points:
+                self.snapshot.metrics[str(tag)] = points[-MAX_POINTS:]
+
+    def _load_triage(self) -> None:
+        path = self.run_dir / "triage.json"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return
+        if mtime != self._triage_mtime:
+            self._triage_mtime = mtime
+            data = read_json(path)
+            self.snapshot.triage = data if isinstance(data, dict) else None
+
+
+def eta_text(progress: dict[str, Any] | None) -> str:
+    if not progress:
+        return ""
+    eta = progress.get("eta_s")
+    if isinstance(eta, int | float) and eta >= 0:
+        minutes, seconds = divmod(int(eta), 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"ETA {hours}:{minutes:02d}:{seconds:02d}" if hours else f"ETA {minutes}:{seconds:02d}"
+    return ""
+
+
+def age_text(created: float, now: float | None = None) -> str:
+    if not created:
+        return "-"
+    delta = max(0, int((now or time.time()) - created))
+    if delta < 60:
+        return f"{delta}s ago"
+    if delta < 3600:
+        return f"{delta // 60}m ago"
+    if delta < 86400:
+        return f"{delta // 3600}h ago"
+    return f"{delta // 86400}d ago"
+
+
+def human_bytes(n: float | int | None) -> str:
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def runs_dir_from(arg: str | None) -> Path:
+    from console.spec import default_runs_dir
+
+    return Path(arg or default_runs_dir()).expanduser().resolve()
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, ValueError):
+        return False
+    return True

@@ -1,0 +1,41 @@
+"""Help: every binding of every screen, and the promise that quitting never stops runs."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+HELP_TEXT = """\
+[b]rl-console keys[/b]   (everything works from the keyboard; ctrl+p opens the command palette)
+
+[b]Everywhere[/b]  ?  help   t  theme (dark/light/high-contrast, remembered)   esc  back
+            q  quit the console: [b]runs keep going[/b]; reopen to see them live
+
+[b]Home[/b]        n  new run   enter  open run   l  open a log (triage)
+            r  report   c  cancel run (asks first)   up/down  select
+
+[b]Monitor[/b]     1-6  tabs: Log, Steps, Metrics, System, Findings, Verdict
+            /  search   n / N  next / previous match   F  filter to matching lines
+            w  wrap   space  follow / pause   [ / ]  previous / next step's log
+            f  rerun with fix (remedy of the primary finding)   r  report
+            c  cancel run (asks first)
+
+[b]Report[/b]      s  save to report.md   c  copy to clipboard (OSC 52)
+[b]Triage[/b]      up/down  findings   enter  jump to the line   o  open another log
+[b]New run[/b]     tab / shift+tab  move   space  tick   p  preview
+            d  preflight (doctor)   ctrl+l  launch   esc  back
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Static(HELP_TEXT)
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

@@ -1,0 +1,571 @@
+"""Monitor: live log, step progress, metrics, GPU/host, findings with fixes, verdict per deliverable."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    Input,
+    Label,
+    ProgressBar,
+    Sparkline,
+    Static,
+    TabbedContent,
+    TabPane,
+)
+from textual.worker import get_current_worker
+
+from console.tui import backend
+from console.tui.logfollow import LogFollower
+from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone
+from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
+from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.widgets.logview import KEEP_LINES, LogView
+
+LOG_POLL_S = 0.05
+STATE_POLL_S = 0.5
+HOST_POLL_S = 2.0
+KEY_METRICS = ("loss", "reward", "token_mult_prob_error", "gen_kl_error", "grad_norm", "lr")
+MAX_METRIC_ROWS = 12
+TABS = ("log", "steps", "metrics", "system", "findings", "verdict")
+
+
+def _bar(used: float, total: float, width: int = 20) -> str:
+    frac = 0.0 if not total else max(0.0, min(1.0, used / total))
+    filled = round(frac * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+def _metric_order(name: str) -> tuple[int, str]:
+    short = name.rsplit("/", 1)[-1]
+    for i, key in enumerate(KEY_METRICS):
+        if key in short:
+            return (i, name)
+    return (len(KEY_METRICS), name)
+
+
+class MonitorScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("1", "tab('log')", "Log", show=False),
+        Binding("2", "tab('steps')", "Steps", show=False),
+        Binding("3", "tab('metrics')", "Metrics", show=False),
+        Binding("4", "tab('system')", "System", show=False),
+        Binding("5", "tab('findings')", "Findings", show=False),
+        Binding("6", "tab('verdict')", "Verdict", show=False),
+        Binding("slash", "search", "Search"),
+        Binding("n", "search_next", "Next", show=False),
+        Binding("N", "search_prev", "Prev", show=False),
+        Binding("F", "filter", "Filter"),
+        Binding("w", "wrap", "Wrap"),
+        Binding("space", "follow", "Follow/pause"),
+        Binding("left_square_bracket", "step_log(-1)", "Prev log", show=False),
+        Binding("right_square_bracket", "step_log(1)", "Next log", show=False),
+        Binding("f", "rerun_fix", "Rerun w/ fix"),
+        Binding("r", "report", "Report"),
+        Binding("c", "cancel", "Cancel", show=False),
+    ]
+    PALETTE = [
+        ("Rerun with fix", "Start a linked run with the primary finding's remedy", "action_rerun_fix"),
+        ("Report", "The summary report of this run", "action_report"),
+        ("Cancel run", "Stop this run and its whole process tree", "action_cancel"),
+        ("Toggle wrap", "Wrap long log lines", "action_wrap"),
+        ("Toggle follow", "Follow the end of the log or pause", "action_follow"),
+    ]
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = run_dir
+        self.snapshot: RunSnapshot | None = None
+        self.log_index: int | None = None  # None: follow the current step's log
+        self._want_log: Path | None = None
+        self._lock = threading.Lock()
+        self._pending: deque[str] = deque()
+        self._dropped = 0
+        self._reset_view = False
+        self._log_label = ""
+        self._input_mode = ""  # "search" | "filter"
+        self._metric_names: list[str] = []
+        self._metric_gen = 0
+        self._host: dict[str, Any] = {}
+        self._gpu: list[dict[str, Any]] = []
+        self._verdict: dict[str, Any] | None = None
+        self._verdict_for: str | None = None
+        self._findings_sig: tuple[int, str | None] = (-1, None)
+        self.drains = 0  # benchmarks read these
+        self.updates = 0
+
+    # -- layout ------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", markup=False, id="run-header")
+        with Horizontal(id="progress-row"):
+            yield ProgressBar(total=None, show_eta=False, show_percentage=True, id="step-progress")
+            yield Static("", markup=False, id="progress-label")
+        with TabbedContent(id="tabs", initial="log"):
+            with TabPane("1 Log", id="log"):
+                yield Input(placeholder="", id="log-input")
+                yield LogView(id="logview")
+                yield Static("", markup=False, id="log-bar")
+            with TabPane("2 Steps", id="steps"):
+                yield DataTable(id="steps-table", cursor_type="row")
+            with TabPane("3 Metrics", id="metrics"):
+                yield VerticalScroll(Static("no metrics yet", id="metrics-empty", classes="hint"),
+                                     id="metrics-box")
+            with TabPane("4 System", id="system"), VerticalScroll():
+                yield Static("", markup=False, id="gpu-panel", classes="panel-text")
+                yield Static("", markup=False, id="host-panel", classes="panel-text")
+            with TabPane("5 Findings", id="findings"):
+                yield DataTable(id="findings-table", cursor_type="row")
+                yield Static("", markup=False, id="finding-detail")
+            with TabPane("6 Verdict", id="verdict"), VerticalScroll():
+                yield Static("", markup=False, id="verdict-panel", classes="panel-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.run_dir.name
+        steps = self.query_one("#steps-table", DataTable)
+        for col in ("#", "Step", "Status", "Exit", "Progress"):
+            steps.add_column(col, key=col)
+        findings = self.query_one("#findings-table", DataTable)
+        for col in ("Verdict", "Class", "Line", "Evidence"):
+            findings.add_column(col, key=col)
+        self.query_one("#logview", LogView).focus()
+        self._render_log_bar()
+        self.watch_run()
+        self.sample_host()
+
+    # -- workers (post messages only) -------------------------------------------------------
+    @work(thread=True, exclusive=True, group="monitor-watch")
+    def watch_run(self) -> None:
+        worker = get_current_worker()
+        model = RunModel(self.run_dir)
+        follower: LogFollower | None = None
+        next_state = 0.0
+        while not worker.is_cancelled:
+            now = time.monotonic()
+            if now >= next_state:
+                snap = model.refresh()
+                self.post_message(RunUpdated(snap))
+                next_state = now + STATE_POLL_S
+                if self.log_index is None:
+                    with self._lock:
+                        self._want_log = snap.log_path()
+            with self._lock:
+                want = self._want_log
+            if want is not None and (follower is None or follower.path != want):
+                follower = LogFollower(want)
+                with self._lock:
+                    self._pending.clear()
+                    self._reset_view = True
+                    self._log_label = str(want.relative_to(self.run_dir)) if want.is_relative_to(
+                        self.run_dir) else str(want)
+            if follower is not None:
+                lines = follower.poll()
+                if lines or self._reset_view:
+                    with self._lock:
+                        self._pending.extend(lines)
+                        over = len(self._pending) - KEEP_LINES
+                        for _ in range(max(0, over)):
+                            self._pending.popleft()
+                        self._dropped += max(0, over)
+                    self.post_message(LinesPending())
+                    if lines:
+                        continue  # more may be waiting: read again without sleeping
+            worker.cancelled_event.wait(LOG_POLL_S)
+
+    @work(thread=True, exclusive=True, group="monitor-host")
+    def sample_host(self) -> None:
+        worker = get_current_worker()
+        paths = [str(self.run_dir)]
+        try:
+            host = backend.host_sampler(paths)
+        except Exception:  # noqa: BLE001 - fall back to psutil below
+            host = None
+        try:
+            gpu = backend.gpu_sampler()
+        except Exception:  # noqa: BLE001 - no GPU sampler: show run events only
+            gpu = None
+        while not worker.is_cancelled:
+            host_data: dict[str, Any] = {}
+            gpu_data: list[dict[str, Any]] = []
+            try:
+                host_data = host.sample() if host is not None else _psutil_host(paths)
+            except Exception:  # noqa: BLE001
+                host_data = _psutil_host(paths)
+            if gpu is not None:
+                try:
+                    sample = gpu.sample()
+                    gpu_data = list(sample.get("devices", []) if isinstance(sample, dict) else sample or [])
+                except Exception:  # noqa: BLE001 - lost GPU / no driver: nothing to show
+                    gpu_data = []
+            self.post_message(HostSampled(host_data if isinstance(host_data, dict) else {}, gpu_data))
+            worker.cancelled_event.wait(HOST_POLL_S)
+
+    @work(thread=True, exclusive=True, group="monitor-verdict")
+    def compute_verdict(self) -> None:
+        try:
+            self.post_message(TaskDone("verdict", backend.run_verdict(self.run_dir)))
+        except Exception as exc:  # noqa: BLE001 - shown in the Verdict tab
+            self.post_message(TaskDone("verdict", error=str(exc)))
+
+    # -- message handlers (own the state) ----------------------------------------------------
+    def on_lines_pending(self, message: LinesPending) -> None:
+        with self._lock:
+            lines = list(self._pending)
+            self._pending.clear()
+            reset, self._reset_view = self._reset_view, False
+        view = self.query_one("#logview", LogView)
+        if reset:
+            view.reset()
+        view.append_lines(lines)
+        self.drains += 1
+        self._render_log_bar()
+
+    def on_run_updated(self, message: RunUpdated) -> None:
+        snap = message.snapshot
+        self.snapshot = snap
+        self.updates += 1
+        self._render_header(snap)
+        self._render_steps(snap)
+        self._render_metrics(snap)
+        self._render_findings(snap)
+        self._render_system()
+        marker = f"{snap.status}:{snap.verdict}"
+        if marker != self._verdict_for:
+            self._verdict_for = marker
+            self.compute_verdict()
+        self._render_verdict()
+
+    def on_host_sampled(self, message: HostSampled) -> None:
+        self._host = message.host
+        self._gpu = message.gpu
+        self._render_system()
+
+    def on_task_done(self, message: TaskDone) -> None:
+        if message.kind == "verdict":
+            self._verdict = message.result if message.error is None else {"error": message.error}
+            self._render_verdict()
+        elif message.kind == "rerun":
+            if message.error:
+                self.notify(f"rerun failed: {message.error}", severity="error")
+            else:
+                self.notify(f"started linked run {Path(message.result).name}")
+                self.app.switch_screen(MonitorScreen(Path(message.result)))
+
+    # -- rendering ---------------------------------------------------------------------------
+    def _render_header(self, snap: RunSnapshot) -> None:
+        steps = snap.step_states()
+        idx = snap.current_index
+        head = Text()
+        head.append(self.run_dir.name, style="bold")
+        head.append("  ")
+        head.append_text(verdict_badge(snap.verdict, snap.status))
+        if snap.verdict:
+            head.append("  ")
+            head.append_text(status_text(snap.status))
+        if steps:
+            name = steps[idx].get("name", "") if idx < len(steps) else ""
+            head.append(f"  step {min(idx + 1, len(steps))}/{len(steps)} {name}")
+        if snap.hang_idle_s:
+            head.append(f"  no progress for {int(snap.hang_idle_s)}s", style="bold yellow")
+        self.query_one("#run-header", Static).update(head)
+        cur = snap.current_step_name()
+        prog = snap.progress.get(cur or "", None) or snap.progress.get("?")
+        bar = self.query_one("#step-progress", ProgressBar)
+        label = []
+        if prog and isinstance(prog.get("step"), int):
+            total = prog.get("total")
+            if isinstance(total, int) and total > 0:
+                bar.update(total=total, progress=min(prog["step"], total))
+                label.append(f"it {prog['step']}/{total}")
+            else:
+                label.append(f"it {prog['step']}")
+            eta = eta_text(prog)
+            if eta and snap.status in LIVE_STATUSES:
+                label.append(eta)
+        elif steps and snap.status not in LIVE_STATUSES:
+            done = sum(1 for s in steps if s.get("status") in ("passed", "skipped"))
+            bar.update(total=len(steps), progress=done)
+        if snap.phase and snap.status in LIVE_STATUSES:
+            label.append(str(snap.phase)[:30])
+        if snap.complete:
+            label.append("training complete")
+        self.query_one("#progress-label", Static).update("  ".join(label))
+
+    def _render_steps(self, snap: RunSnapshot) -> None:
+        table = self.query_one("#steps-table", DataTable)
+        states = snap.step_states()
+        names = [s.get("name", "?") for s in states] or [s.get("name", "?") for s in snap.plan_steps]
+        if table.row_count != len(names):
+            table.clear()
+            for i, name in enumerate(names):
+                table.add_row(str(i + 1), name, "", "", "", key=str(i))
+        for i, name in enumerate(names):
+            st = states[i] if i < len(states) else {}
+            prog = snap.progress.get(name)
+            ptxt = ""
+            if prog and isinstance(prog.get("step"), int):
+                ptxt = f"{prog['step']}/{prog.get('total') or '?'}"
+            exit_code = st.get("exit_code")
+            table.update_cell(str(i), "Status", status_text(st.get("status", "pending")))
+            table.update_cell(str(i), "Exit", "" if exit_code is None else str(exit_code))
+            table.update_cell(str(i), "Progress", ptxt)
+
+    def _render_metrics(self, snap: RunSnapshot) -> None:
+        names = sorted(snap.metrics, key=_metric_order)[:MAX_METRIC_ROWS]
+        box = self.query_one("#metrics-box", VerticalScroll)
+        if names != self._metric_names:
+            self._metric_names = names
+            box.remove_children()
+            if not names:
+                box.mount(Static("no metrics yet", classes="hint"))
+            self._metric_gen += 1
+            g = self._metric_gen
+            for i in range(len(names)):
+                box.mount(Horizontal(Label("", id=f"mlabel-{g}-{i}", classes="metric-label"),
+                                     Sparkline([], id=f"mspark-{g}-{i}"), classes="metric-row"))
+        for i, name in enumerate(names):
+            series = snap.metrics[name]
+            if not series:
+                continue
+            step, value = series[-1]
+            try:
+                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(f"{name[-20:]}\n{value:.4g} @ {step}")
+                self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = [v for _, v in series[-120:]]
+            except Exception:  # noqa: BLE001 - rows are being (re)mounted; next update fills them
+                pass
+
+    def _render_findings(self, snap: RunSnapshot) -> None:
+        primary = (snap.triage or {}).get("primary")
+        sig = (len(snap.findings), str(primary))
+        if sig == self._findings_sig:
+            return
+        self._findings_sig = sig
+        table = self.query_one("#findings-table", DataTable)
+        table.clear()
+        rows = list(snap.findings)
+        if snap.triage and not rows:
+            rows = list(snap.triage.get("findings") or [])
+        for i, f in enumerate(rows):
+            table.add_row(verdict_badge(f.get("verdict")), f.get("class", "?"), str(f.get("line", "")),
+                          str(f.get("evidence", ""))[:200], key=str(i))
+        detail = self.query_one("#finding-detail", Static)
+        if primary:
+            remedy = primary.get("remedy") or {}
+            fix = ", ".join([*(f"{k}={v}" for k, v in (remedy.get("env") or {}).items()),
+                             *(remedy.get("overrides") or []), *(f"unset {u}" for u in remedy.get("unset") or [])])
+            text = Text()
+            text.append(f"Primary: {primary.get('class')} ({primary.get('verdict')}) ", style="bold")
+            text.append(f"line {primary.get('line')}\n")
+            text.append(str(primary.get("advice") or ""))
+            if fix:
+                text.append(f"\nFix: {fix}   press f to rerun with it", style="bold")
+            detail.update(text)
+        elif rows:
+            detail.update("No failure so far; findings above are informational.")
+        else:
+            detail.update("No findings.")
+
+    def _render_system(self) -> None:
+        gpu = (self.snapshot.gpu if self.snapshot and self.snapshot.gpu else self._gpu)
+        host = (self.snapshot.host if self.snapshot and self.snapshot.host else self._host)
+        lines = Text()
+        lines.append("GPUs\n", style="bold")
+        if not gpu:
+            lines.append("  no GPU data (no NVML on this host, or the run reports none)\n", style="dim")
+        for dev in gpu:
+            used, total = float(dev.get("mem_used") or 0), float(dev.get("mem_total") or 0)
+            lines.append(f"  {dev.get('index', '?')} {str(dev.get('name', ''))[:18]:18} ")
+            lines.append(_bar(used, total), style="cyan")
+            lines.append(f" {human_bytes(used)}/{human_bytes(total)} util {dev.get('util', '?')}%\n")
+            for proc in dev.get("procs") or []:
+                mark = "*" if proc.get("ours") else " "
+                lines.append(f"     {mark} pid {proc.get('pid')} {human_bytes(proc.get('mem'))}\n",
+                             style="bold" if proc.get("ours") else "dim")
+        self.query_one("#gpu-panel", Static).update(lines)
+        htext = Text()
+        htext.append("Host\n", style="bold")
+        if host:
+            cpu = float(host.get("cpu") or 0)
+            htext.append(f"  CPU {_bar(cpu, 100)} {cpu:.0f}%\n")
+            mu, mt = float(host.get("mem_used") or 0), float(host.get("mem_total") or 0)
+            htext.append(f"  RAM {_bar(mu, mt)} {human_bytes(mu)}/{human_bytes(mt)}\n")
+            for path, free in (host.get("disks") or {}).items():
+                htext.append(f"  free {human_bytes(free):>10} at {path}\n")
+        else:
+            htext.append("  sampling...\n", style="dim")
+        self.query_one("#host-panel", Static).update(htext)
+
+    def _render_verdict(self) -> None:
+        panel = self.query_one("#verdict-panel", Static)
+        text = Text()
+        snap = self.snapshot
+        if snap is not None:
+            text.append("Run verdict: ", style="bold")
+            text.append_text(verdict_badge(snap.verdict, snap.status))
+            text.append("\n\n")
+        data = self._verdict
+        if data is None:
+            text.append("computing deliverables...", style="dim")
+        elif "error" in data:
+            text.append(f"deliverables unavailable: {data['error']}", style="dim")
+        else:
+            for d in data.get("deliverables") or []:
+                text.append(f"  {str(d.get('name', d.get('deliverable', '?')))[:40]:40} ")
+                text.append_text(verdict_badge(d.get("verdict")))
+                reason = d.get("reason") or d.get("evidence")
+                if reason:
+                    text.append(f"\n      {str(reason)[:150]}", style="dim")
+                text.append("\n")
+        panel.update(text)
+
+    def _render_log_bar(self) -> None:
+        view = self.query_one("#logview", LogView)
+        parts = [("follow" if view.auto_scroll else "PAUSED (space)"), ("wrap" if view.wrap else "nowrap")]
+        if view.filter_text:
+            parts.append(f"filter: {view.filter_text}")
+        if view.search_text:
+            parts.append(f"search: {view.search_text}")
+        parts.append(f"{view.total_lines} lines")
+        if self._log_label:
+            parts.append(self._log_label)
+        self.query_one("#log-bar", Static).update(" • ".join(parts))
+
+    # -- actions -----------------------------------------------------------------------------
+    def action_back(self) -> None:
+        inp = self.query_one("#log-input", Input)
+        if inp.has_class("visible"):
+            inp.remove_class("visible")
+            self.query_one("#logview", LogView).focus()
+            return
+        self.app.pop_screen()
+
+    def action_tab(self, name: str) -> None:
+        self.query_one("#tabs", TabbedContent).active = name
+
+    def _ask(self, mode: str) -> None:
+        self.action_tab("log")
+        self._input_mode = mode
+        inp = self.query_one("#log-input", Input)
+        view = self.query_one("#logview", LogView)
+        inp.placeholder = ("search (enter: jump, n/N: next/prev, empty: clear)" if mode == "search"
+                           else "show only lines containing... (empty: show all)")
+        inp.value = view.search_text if mode == "search" else view.filter_text
+        inp.add_class("visible")
+        inp.focus()
+
+    def action_search(self) -> None:
+        self._ask("search")
+
+    def action_filter(self) -> None:
+        self._ask("filter")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "log-input":
+            return
+        view = self.query_one("#logview", LogView)
+        if self._input_mode == "search":
+            hit = view.set_search(event.value)
+            if event.value and hit is None:
+                self.notify(f"not found: {event.value}", severity="warning", timeout=2)
+        else:
+            view.set_filter(event.value)
+        event.input.remove_class("visible")
+        view.focus()
+        self._render_log_bar()
+
+    def action_search_next(self) -> None:
+        if self.query_one("#logview", LogView).search_next() is None:
+            self.notify("no further match", timeout=1)
+        self._render_log_bar()
+
+    def action_search_prev(self) -> None:
+        if self.query_one("#logview", LogView).search_next(backwards=True) is None:
+            self.notify("no earlier match", timeout=1)
+        self._render_log_bar()
+
+    def action_wrap(self) -> None:
+        self.query_one("#logview", LogView).toggle_wrap()
+        self._render_log_bar()
+
+    def action_follow(self) -> None:
+        self.query_one("#logview", LogView).toggle_follow()
+        self._render_log_bar()
+
+    def action_step_log(self, delta: int) -> None:
+        snap = self.snapshot
+        if snap is None or not snap.step_states():
+            return
+        count = len(snap.step_states())
+        base = snap.current_index if self.log_index is None else self.log_index
+        idx = max(0, min(count - 1, base + delta))
+        self.log_index = None if idx == snap.current_index else idx
+        with self._lock:
+            self._want_log = snap.log_path(idx)
+        self.notify(f"log of step {idx + 1}/{count}" + (" (following)" if self.log_index is None else ""),
+                    timeout=1.5)
+
+    def action_report(self) -> None:
+        self.app.open_report(self.run_dir)  # type: ignore[attr-defined]
+
+    def action_cancel(self) -> None:
+        from console.tui.screens.dialogs import confirm_cancel
+
+        live = self.snapshot is not None and self.snapshot.status in LIVE_STATUSES
+        confirm_cancel(self, self.run_dir, self.run_dir.name, live)
+
+    def action_rerun_fix(self) -> None:
+        from console.tui.screens.dialogs import ConfirmDialog
+
+        primary = ((self.snapshot.triage if self.snapshot else None) or {}).get("primary")
+        if not primary or not primary.get("remedy"):
+            self.notify("No remedy to apply: no primary finding with a fix (see the Findings tab)",
+                        severity="warning")
+            return
+        remedy = {"class": primary.get("class"), **primary["remedy"]}
+
+        def go(answer: bool | None) -> None:
+            if answer:
+                self.start_rerun(remedy)
+
+        self.app.push_screen(ConfirmDialog(f"Rerun with the fix for {primary.get('class')}?",
+                                           f"remedy: {remedy}"), go)
+
+    @work(thread=True, exclusive=True, group="monitor-rerun")
+    def start_rerun(self, remedy: dict[str, Any]) -> None:
+        try:
+            new_dir = backend.rerun_with_remedy(self.run_dir, remedy)
+        except Exception as exc:  # noqa: BLE001 - one line to the user
+            self.post_message(TaskDone("rerun", error=str(exc)))
+            return
+        self.post_message(TaskDone("rerun", new_dir))
+
+
+def _psutil_host(paths: list[str]) -> dict[str, Any]:
+    import shutil
+
+    import psutil
+
+    mem = psutil.virtual_memory()
+    disks: dict[str, int] = {}
+    for p in paths:
+        try:
+            disks[p] = shutil.disk_usage(p).free
+        except OSError:
+            continue
+    return {"cpu": psutil.cpu_percent(interval=None), "mem_used": mem.total - mem.available,
+            "mem_total": mem.total, "disks": disks}

@@ -1,0 +1,66 @@
+"""Themes from the repository's ``themes/`` folder (one TOML file per Textual ``Theme``)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.theme import Theme
+
+import console
+
+THEME_FIELDS = (
+    "primary", "secondary", "warning", "error", "success", "accent", "foreground",
+    "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha",
+)
+DEFAULT_THEME = "dark"
+FALLBACK_THEMES = {"dark": "textual-dark", "light": "textual-light", "high-contrast": "textual-ansi"}
+
+
+def themes_dir() -> Path:
+    """``themes/`` beside the ``console`` package (works for editable installs and checkouts)."""
+    return Path(console.__file__).resolve().parent.parent / "themes"
+
+
+@dataclass
+class LoadedThemes:
+    themes: list[Theme] = field(default_factory=list)
+    notice: str | None = None  # shown once to the user when something was off
+
+
+def load_themes(folder: Path | None = None) -> LoadedThemes:
+    """Parse every ``*.toml`` in ``folder``; a broken file is skipped with a notice, never fatal."""
+    folder = folder or themes_dir()
+    result = LoadedThemes()
+    if not folder.is_dir():
+        result.notice = f"themes folder {folder} not found: using Textual's built-in themes"
+        return result
+    problems: list[str] = []
+    order = {name: i for i, name in enumerate(("dark", "light", "high-contrast"))}
+    for path in sorted(folder.glob("*.toml"), key=lambda p: (order.get(p.stem, 99), p.stem)):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            kwargs = {k: data[k] for k in THEME_FIELDS if k in data}
+            theme = Theme(name=str(data.get("name") or path.stem), variables=dict(data.get("variables", {})),
+                          **kwargs)
+        except (OSError, tomllib.TOMLDecodeError, TypeError, KeyError) as exc:
+            problems.append(f"{path.name}: {exc}")
+            continue
+        result.themes.append(theme)
+    if problems:
+        result.notice = "skipped theme file(s): " + "; ".join(problems)
+    elif not result.themes:
+        result.notice = f"no themes in {folder}: using Textual's built-in themes"
+    return result
+
+
+def resolve_theme_name(wanted: str | None, available: list[str]) -> str:
+    """Map a requested theme (ours or a Textual name) to one that is registered."""
+    name = wanted or DEFAULT_THEME
+    if name in available:
+        return name
+    fallback = FALLBACK_THEMES.get(name)
+    if fallback and fallback in available:
+        return fallback
+    return DEFAULT_THEME if DEFAULT_THEME in available else "textual-dark"
