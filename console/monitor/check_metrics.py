@@ -1,0 +1,333 @@
+"""``python -m console.monitor.check_metrics METRICS_JSON EXPR [EXPR...]``
+
+The assertion language of NeMo-RL's tests/check_metrics.py (``data``, ``min``, ``max``, ``mean``,
+``median``, ``ratio_above`` with the same argument meanings, plus ``len abs float int round`` and
+``in``), evaluated by walking the ``ast`` instead of ``eval``: anything outside the language
+(attribute access, other names, lambdas, comprehensions, dunder strings, ...) is refused before
+any part of the expression runs. Messages keep NeMo-RL's shapes (``PASS: <check>``,
+``FAIL: <check> (condition evaluated to False)``, ``(key not found: ...)``, ``(index error: ...)``,
+``(error: ...)``). Exit 0 when all pass, 1 when one fails, 2 for a refused or unparsable check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import operator
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from console.errors import ConsoleError
+
+
+class RefusedExpression(ConsoleError):
+    """The check is not in the metric-check language (exit 2)."""
+
+
+@dataclass(slots=True)
+class CheckResult:
+    check: str
+    passed: bool
+    message: str
+    value: Any = None
+    refused: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "passed": self.passed, "message": self.message,
+                "value": self.value, "refused": self.refused}
+
+
+# ------------------------------------------------------------------ helpers (NeMo-RL semantics)
+def _values(value: Any) -> list[float]:
+    if isinstance(value, dict):
+        return [float(v) for v in value.values()]
+    if isinstance(value, list | tuple):
+        return [float(v) for v in value]
+    raise TypeError(f"expected a {{step: value}} mapping, got {type(value).__name__}")
+
+
+def _min(*args: Any) -> float:
+    if len(args) == 1:
+        return min(_values(args[0]))
+    return min(float(a) for a in args)
+
+
+def _max(*args: Any) -> float:
+    if len(args) == 1:
+        return max(_values(args[0]))
+    return max(float(a) for a in args)
+
+
+def _range_values(value: dict[str, Any], range_start: int, range_end: int) -> list[float]:
+    """Steps are 1-indexed, ``range_end`` exclusive, 0 = through the last step; negative values
+    count from the end; a resume offset (steps missing before the first logged one) is allowed."""
+    if not isinstance(value, dict) or not value:
+        raise TypeError("expected a non-empty {step: value} mapping")
+    max_step = max(int(s) for s in value)
+    offset = max_step - len(value)
+    n = len(value)
+    if range_start < 0:
+        range_start += n + 1 + offset
+    if range_end <= 0:
+        range_end += n + 1 + offset
+    return [float(v) for s, v in value.items() if range_start <= int(s) < range_end]
+
+
+def _mean(value: Any, range_start: int = 1, range_end: int = 0, ignore_top_p: float = 0.0) -> float:
+    vals = _range_values(value, range_start, range_end)
+    if not 0.0 <= ignore_top_p <= 1.0:
+        raise ValueError(f"ignore_top_p must be between 0.0 and 1.0, got {ignore_top_p}")
+    if ignore_top_p > 0.0 and vals:
+        vals = sorted(vals)
+        cut = int(len(vals) * (1.0 - ignore_top_p))
+        vals = vals[:cut] if cut > 0 else vals[:1]
+    return statistics.mean(vals)
+
+
+def _median(value: Any, range_start: int = 1, range_end: int = 0) -> float:
+    return statistics.median(_range_values(value, range_start, range_end))
+
+
+def _ratio_above(value: Any, threshold: float) -> float:
+    vals = _values(value)
+    if not vals:
+        return 0.0
+    return sum(1 for v in vals if v >= threshold) / len(vals)
+
+
+def _round(x: Any, ndigits: int | None = None) -> Any:
+    return round(x) if ndigits is None else round(x, ndigits)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "min": _min,
+    "max": _max,
+    "mean": _mean,
+    "median": _median,
+    "ratio_above": _ratio_above,
+    "len": len,
+    "abs": abs,
+    "float": float,
+    "int": int,
+    "round": _round,
+}
+_KEYWORDS = {"range_start", "range_end", "ignore_top_p", "threshold", "ndigits"}
+
+_CMP: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+_BIN: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+
+
+# ------------------------------------------------------------------------------ the checker
+def _refuse(node: ast.AST, why: str) -> RefusedExpression:
+    col = getattr(node, "col_offset", None)
+    where = f" at column {col + 1}" if col is not None else ""
+    return RefusedExpression(f"refused: {why}{where}")
+
+
+def validate(check: str) -> ast.Expression:
+    """Parse and check that every node is in the language; raise RefusedExpression otherwise."""
+    if len(check) > 2000:
+        raise RefusedExpression("refused: expression longer than 2000 characters")
+    try:
+        tree = ast.parse(check.strip(), mode="eval")
+    except SyntaxError as e:
+        raise RefusedExpression(f"unparsable: {e.msg}") from None
+    _check(tree.body)
+    return tree
+
+
+def _check(node: ast.AST) -> None:  # noqa: C901 - one branch per allowed node kind
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool | int | float) or node.value is None:
+            return
+        if isinstance(node.value, str):
+            if "__" in node.value:
+                raise _refuse(node, "dunder strings are not allowed")
+            return
+        raise _refuse(node, f"constant of type {type(node.value).__name__} is not allowed")
+    if isinstance(node, ast.Name):
+        if node.id != "data":
+            raise _refuse(node, f"name {node.id!r} is not allowed (only data and the check functions)")
+        return
+    if isinstance(node, ast.Subscript):
+        base = node.value
+        if not (isinstance(base, ast.Name | ast.Subscript | ast.Call)):
+            raise _refuse(node, "only data[...] subscripts are allowed")
+        if isinstance(node.slice, ast.Slice):
+            raise _refuse(node, "slices are not allowed")
+        _check(base)
+        _check(node.slice)
+        return
+    if isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _CMP:
+                raise _refuse(node, f"comparison {type(op).__name__} is not allowed")
+        _check(node.left)
+        for c in node.comparators:
+            _check(c)
+        return
+    if isinstance(node, ast.BoolOp):
+        for v in node.values:
+            _check(v)
+        return
+    if isinstance(node, ast.BinOp):
+        if type(node.op) not in _BIN:
+            raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
+        _check(node.left)
+        _check(node.right)
+        return
+    if isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
+            raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
+        _check(node.operand)
+        return
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            what = node.func.id if isinstance(node.func, ast.Name) else type(node.func).__name__
+            raise _refuse(node, f"call of {what!r} is not allowed (allowed: {', '.join(FUNCTIONS)})")
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise _refuse(a, "*args are not allowed")
+            _check(a)
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in _KEYWORDS:
+                raise _refuse(node, f"keyword {kw.arg!r} is not allowed")
+            _check(kw.value)
+        return
+    raise _refuse(node, f"{type(node).__name__} is not allowed")
+
+
+def _eval(node: ast.AST, data: Any) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return data
+    if isinstance(node, ast.Subscript):
+        return _eval(node.value, data)[_eval(node.slice, data)]
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, data)
+        for op, comp in zip(node.ops, node.comparators, strict=True):
+            right = _eval(comp, data)
+            if not _CMP[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.BoolOp):
+        result: Any = None
+        for v in node.values:
+            result = _eval(v, data)
+            if isinstance(node.op, ast.And) and not result:
+                return result
+            if isinstance(node.op, ast.Or) and result:
+                return result
+        return result
+    if isinstance(node, ast.BinOp):
+        a, b = _eval(node.left, data), _eval(node.right, data)
+        if not all(isinstance(x, int | float) for x in (a, b)):
+            raise TypeError(f"arithmetic needs numbers, got {type(a).__name__} and {type(b).__name__}")
+        if isinstance(node.op, ast.Pow) and abs(b) > 1000:
+            raise ValueError("exponent too large")
+        return _BIN[type(node.op)](a, b)
+    if isinstance(node, ast.UnaryOp):
+        v = _eval(node.operand, data)
+        if isinstance(node.op, ast.Not):
+            return not v
+        return -v if isinstance(node.op, ast.USub) else +v
+    if isinstance(node, ast.Call):
+        fn = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
+        args = [_eval(a, data) for a in node.args]
+        kwargs = {kw.arg: _eval(kw.value, data) for kw in node.keywords}
+        return fn(*args, **kwargs)
+    raise RefusedExpression(f"refused: {type(node).__name__}")  # unreachable after validate()
+
+
+def _value_expr(check: str) -> str:
+    """The 'Value' column: the left side, split like check_metrics.py does."""
+    return check.split(">")[0].split("<")[0].split("==")[0].strip()
+
+
+def evaluate_check(data: Any, check: str) -> CheckResult:
+    """One check -> CheckResult. A refused check has ``refused=True`` and never runs."""
+    try:
+        tree = validate(check)
+    except RefusedExpression as e:
+        return CheckResult(check, False, f"REFUSED: {check} ({e})", None, refused=True)
+    try:
+        value_tree: ast.Expression | None = validate(_value_expr(check))
+    except RefusedExpression:
+        value_tree = None  # e.g. "x != 1" splits into "x !": no separate value, as upstream
+    try:
+        value = _eval(value_tree.body, data) if value_tree is not None else None
+        result = _eval(tree.body, data)
+    except KeyError as e:
+        return CheckResult(check, False, f"FAIL: {check} (key not found: {e})")
+    except IndexError as e:
+        return CheckResult(check, False, f"FAIL: {check} (index error: {e})")
+    except Exception as e:  # noqa: BLE001 - any evaluation error is a FAIL with its message
+        return CheckResult(check, False, f"FAIL: {check} (error: {e})")
+    if result:
+        return CheckResult(check, True, f"PASS: {check}", value)
+    return CheckResult(check, False, f"FAIL: {check} (condition evaluated to False)", value)
+
+
+def evaluate_checks(data: Any, exprs: list[str]) -> list[CheckResult]:
+    return [evaluate_check(data, e) for e in exprs]
+
+
+def render_table(results: list[CheckResult], width: int = 300) -> str:
+    """The "Metric Checks" table (Status | Check | Value | Message) as plain text."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Metric Checks")
+    for col in ("Status", "Check", "Value", "Message"):
+        table.add_column(col)
+    for r in results:
+        status = "PASS" if r.passed else ("REFUSED" if r.refused else "FAIL")
+        detail = "" if r.passed else r.message.split(": ", 1)[1]
+        table.add_row(status, r.check, "N/A" if r.value is None else str(r.value), detail)
+    console = Console(width=width, no_color=True, force_terminal=False, highlight=False)
+    with console.capture() as cap:
+        console.print(table)
+    return cap.get()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m console.monitor.check_metrics",
+                                 description="Check conditions against a metrics JSON file")
+    ap.add_argument("json_file", help="metrics.json ({tag: {step: value}})")
+    ap.add_argument("checks", nargs="+", help="conditions, e.g. 'max(data[\"train/loss\"]) < 1.5'")
+    ap.add_argument("--table-width", type=int, default=None)
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args(argv)
+    try:
+        with open(args.json_file, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as e:
+        print(f"Error: cannot read {args.json_file}: {e}", file=sys.stderr)
+        return 1
+    results = evaluate_checks(data, args.checks)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], default=str))
+    else:
+        print(render_table(results, args.table_width or 300), end="")
+        for r in results:
+            print(r.message + ("" if r.value is None else f" [value: {r.value}]"))
+    if any(r.refused for r in results):
+        return 2
+    return 0 if all(r.passed for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
