@@ -1,0 +1,139 @@
+"""Cancel: SIGINT, then SIGTERM after a grace period, then SIGKILL, to every process of a run.
+
+The targets are each step's process group and every process of the run found by ``procs`` (also
+those that started their own session). A local Ray cluster the run started is stopped with
+``ray stop --force`` afterwards. When the run's supervisor is alive it performs the escalation itself
+(it must record the outcome); ``cancel_run`` asks it through ``state.json`` and waits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from console.runs.procs import alive, looks_like_ray, run_processes
+from console.runs.state import is_finished, read_state, update_state
+
+POLL_S = 0.1
+
+
+def _signal_all(pgids: set[int], procs: list[psutil.Process], sig: int) -> None:
+    for pgid in pgids:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, sig)
+    for proc in procs:
+        with contextlib.suppress(psutil.Error, OSError):
+            proc.send_signal(sig)
+
+
+def terminate_tree(run_id: str, pgids: set[int], grace: float = 10.0,
+                   exclude: set[int] | frozenset[int] = frozenset()) -> bool:
+    """Escalate SIGINT -> SIGTERM -> SIGKILL until no process of the run remains.
+
+    Returns True when the run's tree held a local Ray cluster (the caller then runs ``ray stop``).
+    """
+    saw_ray = False
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        procs = run_processes(run_id, roots=pgids, exclude=exclude)
+        saw_ray = saw_ray or looks_like_ray(procs)
+        live_groups = {g for g in pgids if _group_alive(g)}
+        if not procs and not live_groups:
+            return saw_ray
+        _signal_all(live_groups, procs, sig)
+        signalled = {p.pid for p in procs}
+        deadline = time.monotonic() + (grace if sig != signal.SIGKILL else 5.0)
+        while time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            procs = run_processes(run_id, roots=pgids, exclude=exclude)
+            if not procs and not any(_group_alive(g) for g in pgids):
+                return saw_ray
+            # a process of the run that appeared after the signal went out gets it too
+            late = [p for p in procs if p.pid not in signalled]
+            _signal_all(set(), late, sig)
+            signalled |= {p.pid for p in late}
+    return saw_ray
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        return False
+    # a group of zombies only still "exists" until reaped; check a live member
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
+
+
+def stop_local_ray() -> bool:
+    ray = shutil.which("ray")
+    if ray is None:
+        return False
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run([ray, "stop", "--force"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60, check=False)
+        return True
+    return False
+
+
+def _step_groups(state: dict[str, Any]) -> set[int]:
+    return {s["pgid"] for s in state.get("steps", []) if s.get("pgid")}
+
+
+def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
+    """Stop a run and its whole process tree. Returns False when the run had already ended.
+
+    Afterwards no process of the run remains and ``state.json`` says ``cancelled``.
+    """
+    run_dir = Path(run_dir)
+    state = read_state(run_dir)
+    if is_finished(state):
+        return False
+
+    def ask(s: dict[str, Any]) -> None:
+        s["cancel_requested"] = True
+        s["cancel_grace"] = grace
+
+    state = update_state(run_dir, ask)
+    sup = state.get("supervisor_pid")
+    # the supervisor escalates by itself; give it the three grace periods plus slack
+    deadline = time.monotonic() + 3 * grace + 15.0
+    while alive(sup) and time.monotonic() < deadline:
+        if is_finished(read_state(run_dir)):
+            break
+        time.sleep(POLL_S)
+    # whatever is left (dead or stuck supervisor): do it here
+    state = read_state(run_dir)
+    if alive(sup) and not is_finished(state):
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(sup).kill()
+    saw_ray = terminate_tree(state["id"], _step_groups(state), grace)
+    if saw_ray:
+        stop_local_ray()
+    if not is_finished(read_state(run_dir)):
+        update_state(run_dir, mark_cancelled)
+    return True
+
+
+def mark_cancelled(state: dict[str, Any], reason: str = "run cancelled") -> None:
+    now = time.time()
+    for step in state.get("steps", []):
+        if step["status"] == "running":
+            step["status"] = "cancelled"
+            step["ended"] = step.get("ended") or now
+        elif step["status"] == "pending":
+            step["status"] = "skipped"
+            step["reason"] = reason
+    state.update(status="cancelled", verdict="Cancelled", ended=state.get("ended") or now)

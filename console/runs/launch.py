@@ -1,0 +1,132 @@
+"""Local launcher: create the run folder and start its detached supervisor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from console.errors import SpecError
+from console.redact import MASK, is_secret_name, redact_env, redact_text
+from console.runs.ids import create_run_dir
+from console.runs.state import initial_state, update_state, write_json_atomic, write_state
+from console.spec import RunSpec
+
+SUPERVISOR_LOG = "supervisor.log"
+
+
+def substitute(value: Any, run_dir: str) -> Any:
+    """Replace ``{run_dir}`` in every string of a (nested) step value."""
+    if isinstance(value, str):
+        return value.replace("{run_dir}", run_dir)
+    if isinstance(value, list):
+        return [substitute(v, run_dir) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, run_dir) for k, v in value.items()}
+    return value
+
+
+def _as_dict(plan: Any) -> dict[str, Any]:
+    if not hasattr(plan, "to_dict"):
+        return json.loads(json.dumps(dict(plan), default=str))
+    try:
+        return plan.to_dict(redact=False)  # real values: secrets travel in the supervisor's env only
+    except TypeError:
+        return plan.to_dict()
+
+
+def plan_to_dict(plan: Any) -> dict[str, Any]:
+    data = _as_dict(plan)
+    if not isinstance(data.get("steps"), list) or not data["steps"]:
+        raise SpecError("the plan has no steps")
+    names = [s.get("name") for s in data["steps"]]
+    if len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
+        raise SpecError(f"plan step names must be unique and non-empty: {names}")
+    for step in data["steps"]:
+        argv = step.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise SpecError(f"step {step['name']!r}: argv must be a non-empty list of strings")
+    return data
+
+
+def build_default_plan(spec: RunSpec) -> Any:
+    from console.plan import build_plan  # the plan builder lives in another part of the package
+
+    return build_plan(spec)
+
+
+def apply_remedy_unset(plan: dict[str, Any], spec: RunSpec) -> None:
+    """A remedy's ``unset`` names reach every step (the plan builder may already have done it)."""
+    unset = list((spec.extra.get("remedy") or {}).get("unset") or [])
+    for step in plan["steps"]:
+        have = list(step.get("unset") or [])
+        step["unset"] = have + [u for u in unset if u not in have]
+
+
+SECRETS_ENV = "RL_CONSOLE_SECRETS"
+
+
+def _secrets(plan: dict[str, Any]) -> dict[str, Any]:
+    """Values that plan.json shows masked; they reach the supervisor through its environment only.
+
+    ``{"env": {step: {KEY: value}}, "argv": {step: {index: value}}}``; the supervisor removes the
+    variable from its own environment before it starts any step.
+    """
+    env: dict[str, dict[str, str]] = {}
+    argv: dict[str, dict[str, str]] = {}
+    for step in plan["steps"]:
+        for k, v in (step.get("env") or {}).items():
+            if is_secret_name(k) and v and v != MASK:
+                env.setdefault(step["name"], {})[k] = v
+        for i, a in enumerate(step["argv"]):
+            if redact_text(a) != a:
+                argv.setdefault(step["name"], {})[str(i)] = a
+    return {"env": env, "argv": argv}
+
+
+def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    out = json.loads(json.dumps(plan, default=str))
+    for step in out["steps"]:
+        step["env"] = redact_env(step.get("env") or {})
+        step["argv"] = [redact_text(a) for a in step["argv"]]
+    if isinstance(out.get("spec"), dict):
+        out["spec"]["env"] = redact_env(out["spec"].get("env") or {})
+        out["spec"]["overrides"] = [redact_text(o) for o in out["spec"].get("overrides") or []]
+    return out
+
+
+def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = None) -> Path:
+    """Create ``runs/<id>/`` (spec.json, plan.json, state.json, logs/) and start the detached supervisor.
+
+    Returns the run folder as soon as the supervisor process exists.
+    """
+    plan_dict = plan_to_dict(plan if plan is not None else build_default_plan(spec))
+    apply_remedy_unset(plan_dict, spec)
+    root = Path(runs_dir if runs_dir is not None else spec.runs_dir).expanduser().resolve()
+    run_dir = create_run_dir(root, spec)
+    plan_dict = substitute(plan_dict, str(run_dir))
+    plan_dict["spec"] = spec.to_dict()
+    secrets = _secrets(plan_dict)
+    (run_dir / "logs").mkdir()
+    spec_dict = spec.to_dict()
+    spec_dict["env"] = redact_env(spec.env)
+    spec_dict["overrides"] = [redact_text(o) for o in spec.overrides]
+    write_json_atomic(run_dir / "spec.json", spec_dict)
+    write_json_atomic(run_dir / "plan.json", _redacted_plan(plan_dict))
+    linked = spec.extra.get("linked_from")
+    write_state(run_dir, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+    env = dict(os.environ)
+    if secrets["env"] or secrets["argv"]:
+        env[SECRETS_ENV] = json.dumps(secrets)
+    env["PYTHONUNBUFFERED"] = "1"
+    with open(run_dir / SUPERVISOR_LOG, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=env, close_fds=True,
+        )
+    update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or proc.pid))
+    return run_dir

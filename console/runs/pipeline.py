@@ -1,0 +1,150 @@
+"""The supervisor's monitoring pipeline: tail each step's log, feed the progress parser and the
+triage engine, sample GPUs and the host, and publish everything to ``events.jsonl``.
+
+Every part is optional and fenced: a missing module or an exception inside a parser, the triage
+engine or a sampler disables that part (noted once in supervisor.log) and never reaches the run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from console.events import Event, EventBus
+
+SAMPLE_EVERY_S = 1.0
+
+
+def _optional(spec: str) -> Any | None:
+    module, _, attr = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
+class _Fenced:
+    """Calls a component; on the first exception logs it and turns the component off."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.dead = False
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.dead:
+            return None
+        try:
+            return fn(*args)
+        except Exception:
+            self.dead = True
+            print(f"rl-console supervisor: {self.name} disabled after an error:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            sys.stderr.flush()
+            return None
+
+
+class StepMonitor:
+    """Tail + parse + triage of one step's log."""
+
+    def __init__(self, name: str, log: Path, framework: str, bus: EventBus) -> None:
+        self.name = name
+        self.bus = bus
+        self.tailer: Any = None
+        self.parser: Any = None
+        self.engine: Any = None
+        self.fence = {k: _Fenced(f"{k} ({name})") for k in ("tail", "parser", "triage")}
+        tailer_cls = _optional("console.monitor.tailer:Tailer")
+        make_parser = _optional("console.monitor.progress:make_parser")
+        engine_cls = _optional("console.triage.engine:TriageEngine")
+        if tailer_cls is not None:
+            self.tailer = self.fence["tail"].call(lambda: tailer_cls(log, emit_partial=False))
+        if make_parser is not None:
+            self.parser = self.fence["parser"].call(make_parser, framework)
+        if engine_cls is not None:
+            self.engine = self.fence["triage"].call(engine_cls, framework)
+
+    def poll(self) -> int:
+        if self.tailer is None:
+            return 0
+        lines = self.fence["tail"].call(self.tailer.poll) or []
+        for line in lines:
+            if self.parser is not None:
+                for ev in self.fence["parser"].call(self.parser.feed, line.text) or []:
+                    ev.step = self.name
+                    self.bus.publish(ev)
+            if self.engine is not None:
+                for finding in self.fence["triage"].call(self.engine.feed, line.lineno, line.text) or []:
+                    data = dict(finding)
+                    data.setdefault("line", line.lineno)
+                    self.bus.publish(Event("finding", self.name, data))
+        return len(lines)
+
+    def finish(self, exit_code: int | None) -> dict[str, Any] | None:
+        """Drain the log and return the step's triage JSON (or None)."""
+        for _ in range(1000):
+            if not self.poll():
+                break
+        tail = self.fence["tail"].call(lambda: self.tailer.pending_text) if self.tailer else None
+        if tail:  # an unterminated last line is a line too, once the step has ended
+            lineno = self.tailer.lineno + 1
+            if self.parser is not None:
+                for ev in self.fence["parser"].call(self.parser.feed, tail) or []:
+                    ev.step = self.name
+                    self.bus.publish(ev)
+            if self.engine is not None:
+                for finding in self.fence["triage"].call(self.engine.feed, lineno, tail) or []:
+                    self.bus.publish(Event("finding", self.name, {"line": lineno, **dict(finding)}))
+        result = None
+        if self.engine is not None:
+            result = self.fence["triage"].call(self.engine.result, exit_code)
+        if self.tailer is not None:
+            self.fence["tail"].call(self.tailer.close)
+        return result
+
+
+class Pipeline:
+    """All monitoring of a run; the supervisor calls ``start_step``, ``tick`` and ``end_step``."""
+
+    def __init__(self, run_dir: Path, framework: str, bus: EventBus) -> None:
+        self.run_dir = run_dir
+        self.framework = framework
+        self.bus = bus
+        self.step: StepMonitor | None = None
+        self.step_results: dict[str, dict[str, Any]] = {}
+        self._last_sample = 0.0
+        self._samplers: list[tuple[str, Any, _Fenced]] = []
+        for kind, spec in (("gpu", "console.monitor.gpu:sample_gpus"), ("host", "console.monitor.host:sample_host")):
+            fn = _optional(spec)
+            if fn is not None:
+                self._samplers.append((kind, fn, _Fenced(f"{kind} sampler")))
+
+    def start_step(self, name: str, log: Path) -> None:
+        self.step = StepMonitor(name, log, self.framework, self.bus)
+
+    def tick(self) -> None:
+        if self.step is not None:
+            self.step.poll()
+        now = time.time()
+        if self._samplers and now - self._last_sample >= SAMPLE_EVERY_S:
+            self._last_sample = now
+            for kind, fn, fence in self._samplers:
+                data = fence.call(fn)
+                if data is None:
+                    continue
+                if not isinstance(data, dict):
+                    data = {"devices": data} if kind == "gpu" else {"value": data}
+                self.bus.publish(Event(kind, self.step.name if self.step else None, data))
+
+    def end_step(self, exit_code: int | None) -> dict[str, Any] | None:
+        if self.step is None:
+            return None
+        result = self.step.finish(exit_code)
+        if result is not None:
+            self.step_results[self.step.name] = result
+        self.step = None
+        return result

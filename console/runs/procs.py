@@ -1,0 +1,89 @@
+"""Process-tree discovery for a run: every process a step started, also those in their own session.
+
+Each step runs with ``RL_CONSOLE_RUN_ID=<id>`` in its environment; children inherit it, so a process
+that left the step's process group (``setsid``, daemonised Ray workers) is still found through
+``/proc/<pid>/environ``. Psutil descendants of known pids cover processes that cleared their env.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+
+import psutil
+
+RUN_ID_ENV = "RL_CONSOLE_RUN_ID"
+RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "redis-server")
+
+
+def _has_marker(proc: psutil.Process, run_id: str) -> bool:
+    try:
+        return proc.environ().get(RUN_ID_ENV) == run_id
+    except (psutil.Error, OSError):
+        return False
+
+
+def run_processes(run_id: str, roots: Iterable[int] = (), exclude: Iterable[int] = ()) -> list[psutil.Process]:
+    """Live processes of the run: ``roots`` and their descendants, plus every process carrying the marker.
+
+    ``exclude`` (and this process and its ancestors) are never returned.
+    """
+    skip = set(exclude) | {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        skip |= {p.pid for p in psutil.Process().parents()}
+    found: dict[int, psutil.Process] = {}
+
+    def add(proc: psutil.Process) -> None:
+        if proc.pid in skip or proc.pid in found:
+            return
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.Error:
+            return
+        found[proc.pid] = proc
+
+    for pid in roots:
+        try:
+            root = psutil.Process(pid)
+        except psutil.Error:
+            continue
+        add(root)
+        try:
+            for child in root.children(recursive=True):
+                add(child)
+        except psutil.Error:
+            pass
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid not in found and proc.pid not in skip and _has_marker(proc, run_id):
+            add(proc)
+            try:
+                for child in proc.children(recursive=True):
+                    add(child)
+            except psutil.Error:
+                pass
+    return list(found.values())
+
+
+def looks_like_ray(procs: Iterable[psutil.Process]) -> bool:
+    """True when the run's tree holds a local Ray cluster (raylet, GCS server, workers)."""
+    for proc in procs:
+        try:
+            name = proc.name()
+            cmd = " ".join(proc.cmdline()[:3])
+        except psutil.Error:
+            continue
+        if any(name.startswith(n) for n in RAY_PROCESS_NAMES) or "ray/core/src" in cmd \
+                or "gcs_server" in cmd or "raylet" in cmd:
+            return True
+    return False
+
+
+def alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -1,0 +1,88 @@
+"""``state.json``: written atomically (tmp + fsync + rename) under ``fcntl.flock`` on ``.lock``.
+
+Readers never lock: rename makes every read see a whole file. Writers serialise through
+``update_state`` so two consoles and the supervisor never lose each other's changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+STATE = "state.json"
+LOCK = ".lock"
+TERMINAL = ("passed", "failed", "blocked", "cancelled")
+STEP_TERMINAL = ("passed", "failed", "skipped", "cancelled")
+STATUS_BY_VERDICT = {"Pass": "passed", "Fail": "failed", "Blocked": "blocked", "Cancelled": "cancelled",
+                     "Incomplete": "failed"}
+
+
+def step_log_name(index: int, name: str) -> str:
+    """``logs/NN-<step>.log`` (1-based NN)."""
+    return f"logs/{index + 1:02d}-{name}.log"
+
+
+def initial_state(run_id: str, steps: list[dict[str, Any]], launcher: str = "local",
+                  linked_from: str | None = None) -> dict[str, Any]:
+    return {
+        "id": run_id, "status": "pending", "verdict": None, "launcher": launcher,
+        "supervisor_pid": None, "slurm_job_id": None, "created": time.time(), "started": None,
+        "ended": None, "current_step": 0, "cancel_requested": False, "linked_from": linked_from,
+        "steps": [
+            {"name": s["name"], "status": "pending", "pid": None, "pgid": None, "exit_code": None,
+             "started": None, "ended": None, "log": step_log_name(i, s["name"]), "reason": None}
+            for i, s in enumerate(steps)
+        ],
+    }
+
+
+@contextlib.contextmanager
+def locked(run_dir: Path) -> Iterator[None]:
+    """Exclusive advisory lock on ``run_dir/.lock`` (blocks until free)."""
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, default=str)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_state(run_dir: Path) -> dict[str, Any]:
+    """The current state (raises FileNotFoundError when the folder holds none)."""
+    with open(run_dir / STATE, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def write_state(run_dir: Path, state: dict[str, Any]) -> None:
+    with locked(run_dir):
+        write_json_atomic(run_dir / STATE, state)
+
+
+def update_state(run_dir: Path, change: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """Read-modify-write under the lock; ``change`` edits the dict in place. Returns the new state."""
+    with locked(run_dir):
+        state = read_state(run_dir)
+        change(state)
+        write_json_atomic(run_dir / STATE, state)
+        return state
+
+
+def is_finished(state: dict[str, Any]) -> bool:
+    return state.get("status") in TERMINAL

@@ -1,0 +1,267 @@
+"""The detached supervisor of one run: ``python -m console.runs.supervisor RUN_DIR``.
+
+Runs the plan's steps in order, each through ``console.runs.stepwrap`` in its own session with
+stdin from /dev/null and stdout+stderr to ``logs/NN-<step>.log``; records pids, exit codes and
+states in ``state.json``; publishes events; on a failure marks the remaining steps Skipped; on a
+cancel request escalates SIGINT -> SIGTERM -> SIGKILL over the whole tree; at the end decides the
+verdict (triage when decisive, else the step statuses) and writes ``triage.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from console.events import Event, EventBus
+from console.runs.cancel import mark_cancelled, stop_local_ray, terminate_tree
+from console.runs.launch import SECRETS_ENV
+from console.runs.pipeline import Pipeline, _optional
+from console.runs.procs import RUN_ID_ENV
+from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
+from console.runs.stepwrap import exit_status, read_exit, write_exit
+
+TICK_S = 0.2
+STATE_CHECK_S = 0.5
+
+
+class Supervisor:
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir.resolve()
+        self.plan: dict[str, Any] = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
+        self.steps: list[dict[str, Any]] = self.plan["steps"]
+        self.spec: dict[str, Any] = self.plan.get("spec") or {}
+        self.run_id = self.run_dir.name
+        self.secrets: dict[str, Any] = json.loads(os.environ.pop(SECRETS_ENV, "") or "{}")
+        self.bus = EventBus(self.run_dir / "events.jsonl")
+        self.pipeline = Pipeline(self.run_dir, str(self.spec.get("framework") or "unknown"), self.bus)
+        self.cancelled = False
+        self.saw_ray = False
+        self._signalled = False
+
+    # ------------------------------------------------------------------ helpers
+    def _on_signal(self, _signum: int, _frame: object) -> None:
+        self._signalled = True
+
+    def _cancel_wanted(self) -> bool:
+        if self._signalled:
+            return True
+        try:
+            return bool(read_state(self.run_dir).get("cancel_requested"))
+        except (OSError, ValueError):
+            return False
+
+    def _publish(self, type_: str, step: str | None, **data: Any) -> None:
+        with contextlib.suppress(Exception):
+            self.bus.publish(Event(type_, step, data))
+
+    def _step_env(self, step: dict[str, Any]) -> dict[str, str]:
+        env = dict(os.environ)
+        secret_env = (self.secrets.get("env") or {}).get(step["name"], {})
+        for key, value in (step.get("env") or {}).items():
+            env[key] = secret_env.get(key, value)
+        for key in step.get("unset") or []:
+            env.pop(key, None)
+        env[RUN_ID_ENV] = self.run_id
+        env["RL_CONSOLE_RUN_DIR"] = str(self.run_dir)
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def _argv(self, step: dict[str, Any]) -> list[str]:
+        argv = list(step["argv"])
+        for index, value in ((self.secrets.get("argv") or {}).get(step["name"]) or {}).items():
+            argv[int(index)] = value
+        return argv
+
+    # ------------------------------------------------------------------ one step
+    def _spawn(self, index: int, step: dict[str, Any], log: Path, exit_file: Path) -> subprocess.Popen | None:
+        """Start the step under the state lock (so a cancel sees either no step or its pid)."""
+        proc: subprocess.Popen | None = None
+
+        def start(state: dict[str, Any]) -> None:
+            nonlocal proc
+            if state.get("cancel_requested") or self._signalled:
+                return
+            cwd = step.get("cwd") or None
+            with open(log, "ab", buffering=0) as out:
+                try:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "console.runs.stepwrap", str(exit_file), "--", *self._argv(step)],
+                        cwd=cwd, env=self._step_env(step), stdin=subprocess.DEVNULL, stdout=out,
+                        stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                    )
+                except OSError as exc:
+                    out.write(f"rl-console: cannot start step {step['name']!r}: {exc}\n".encode())
+                    write_exit(exit_file, 127)
+            entry = state["steps"][index]
+            entry.update(status="running", started=time.time(), pid=proc.pid if proc else None,
+                         pgid=proc.pid if proc else None)
+            state["current_step"] = index
+
+        update_state(self.run_dir, start)
+        return proc
+
+    def run_step(self, index: int, step: dict[str, Any]) -> int | None:
+        """Run one step; its exit code, or None when a cancel came first."""
+        name = step["name"]
+        log = self.run_dir / read_state(self.run_dir)["steps"][index]["log"]
+        log.parent.mkdir(parents=True, exist_ok=True)
+        exit_file = log.with_suffix(".exit")
+        proc = self._spawn(index, step, log, exit_file)
+        if proc is None and not exit_file.exists():
+            return None
+        self._publish("step_state", name, status="running", exit_code=None, reason=None)
+        self.pipeline.start_step(name, log)
+        last_check = 0.0
+        while proc is not None and proc.poll() is None:
+            with contextlib.suppress(Exception):
+                self.pipeline.tick()
+            now = time.monotonic()
+            if now - last_check >= STATE_CHECK_S:
+                last_check = now
+                if not self.cancelled and self._cancel_wanted():
+                    self.cancelled = True
+                    self._cancel_now()
+            time.sleep(TICK_S)
+        code = read_exit(exit_file)
+        if code is None:
+            code = exit_status(proc.returncode) if proc is not None else 127
+            write_exit(exit_file, code)
+        if not self.cancelled and self._cancel_wanted():
+            self.cancelled = True
+        if self.cancelled:  # the step's own descendants may linger (own session): clean them up too
+            self._cancel_now(grace=1.0)
+        result = None
+        with contextlib.suppress(Exception):
+            result = self.pipeline.end_step(code)
+        status = "cancelled" if self.cancelled else ("passed" if code == 0 else "failed")
+        reason = None
+        if status == "failed" and result and result.get("primary"):
+            reason = f"{result['primary'].get('class')}: {str(result['primary'].get('evidence', ''))[:200]}"
+
+        def done(state: dict[str, Any]) -> None:
+            state["steps"][index].update(status=status, exit_code=code, ended=time.time(), reason=reason)
+
+        update_state(self.run_dir, done)
+        self._publish("step_state", name, status=status, exit_code=code, reason=reason)
+        return code
+
+    def _cancel_now(self, grace: float | None = None) -> None:
+        if grace is None:
+            try:
+                grace = float(read_state(self.run_dir).get("cancel_grace") or 10.0)
+            except (OSError, ValueError):
+                grace = 10.0
+        state = read_state(self.run_dir)
+        pgids = {s["pgid"] for s in state["steps"] if s.get("pgid")}
+        self.saw_ray = terminate_tree(self.run_id, pgids, grace, exclude={os.getpid()}) or self.saw_ray
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> int:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        update_state(self.run_dir, lambda s: s.update(status="running", started=time.time(),
+                                                      supervisor_pid=os.getpid()))
+        self._publish("run_state", None, status="running", verdict=None)
+        stop_reason: str | None = None
+        for index, step in enumerate(self.steps):
+            if self.cancelled or self._cancel_wanted():
+                self.cancelled = True
+                break
+            if stop_reason is not None:
+                self._skip(index, step, stop_reason)
+                continue
+            code = self.run_step(index, step)
+            if code is None:
+                self.cancelled = True
+                break
+            if self.cancelled:
+                break
+            if code != 0 and step.get("on_failure", "stop") != "continue":
+                stop_reason = f"step {step['name']} failed (exit code {code})"
+        if self.cancelled and self.saw_ray:
+            stop_local_ray()
+        return self.finish()
+
+    def _skip(self, index: int, step: dict[str, Any], reason: str) -> None:
+        def skip(state: dict[str, Any]) -> None:
+            state["steps"][index].update(status="skipped", reason=reason)
+
+        update_state(self.run_dir, skip)
+        self._publish("step_state", step["name"], status="skipped", exit_code=None, reason=reason)
+
+    def finish(self) -> int:
+        state = read_state(self.run_dir)
+        triage: dict[str, Any] | None = None
+        if self.cancelled:
+            verdict = "Cancelled"
+        else:
+            triage = self._triage()
+            verdict = decide_verdict(state, self.steps, triage)
+        if triage is not None:
+            with contextlib.suppress(Exception):
+                write_json_atomic(self.run_dir / "triage.json", triage)
+
+        def end(s: dict[str, Any]) -> None:
+            if verdict == "Cancelled":
+                mark_cancelled(s)
+            s.update(status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict, ended=time.time())
+
+        update_state(self.run_dir, end)
+        self._publish("run_state", None, status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict)
+        self.bus.close()
+        return 0
+
+    def _triage(self) -> dict[str, Any] | None:
+        run_verdict = _optional("console.triage.verdict:run_verdict")
+        if run_verdict is not None:
+            try:
+                result = run_verdict(self.run_dir)
+                if isinstance(result, dict) and result.get("verdict"):
+                    return result
+            except Exception:
+                traceback.print_exc(file=sys.stderr)
+        results = self.pipeline.step_results
+        failed = [r for r in results.values() if r.get("verdict") in ("Fail", "Blocked")]
+        if failed:
+            return failed[0]
+        return list(results.values())[-1] if results else None
+
+
+def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
+    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
+    stopping_ok = all(
+        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
+        for s, plan_step in zip(state["steps"], steps, strict=False)
+    )
+    tri = (triage or {}).get("verdict")
+    if tri in ("Fail", "Blocked"):
+        return tri
+    return "Pass" if stopping_ok else "Fail"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m console.runs.supervisor RUN_DIR", file=sys.stderr)
+        return 2
+    sup = Supervisor(Path(args[0]))
+    try:
+        return sup.run()
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
+        with contextlib.suppress(Exception):
+            update_state(sup.run_dir, lambda s: s.update(status="failed", verdict="Fail", ended=time.time(),
+                                                         error="supervisor crashed (see supervisor.log)"))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
