@@ -1,0 +1,369 @@
+"""RunSpec -> Plan: the catalog's steps for the requested levels and variants, resolved exactly.
+
+Nothing here runs through a shell: argv lists are assembled from catalog strings with placeholders
+replaced by whole values, and user text (overrides, env, paths) only ever becomes one argv element
+or one env value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from console.catalog import CatalogError, FrameworkCatalog, StepTemplate, Variant, load_framework
+from console.errors import SpecError
+from console.plan.gpus import visible_gpus
+from console.plan.model import Plan, Step
+from console.plan.overrides import check_unquoted, effective_values, parse_override, validate_overrides
+from console.spec import RunSpec
+
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+HF_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?$")
+# "${NAME}" / "${NAME:-default}" (default may hold {placeholders}) or "{placeholder}"
+_TOKEN_RE = re.compile(r"\$\{(\w+)(?::-((?:[^{}]|\{\w+\})*))?\}|\{(\w+)\}")
+_PLACEHOLDER_RE = re.compile(r"\{(\w+)\}")
+KEEP = {"run_dir"}  # replaced by the launcher
+
+
+class _Unset(Exception):
+    """A ${NAME} without default whose variable is not set: the env entry is left out."""
+
+
+@dataclass
+class _Ctx:
+    values: dict[str, str]
+    lookup: Callable[[str], str | None]
+
+    def expand(self, text: str) -> str:
+        def placeholder(name: str) -> str:
+            if name in KEEP:
+                return "{" + name + "}"
+            if name not in self.values:
+                raise CatalogError(f"unknown placeholder {{{name}}} in {text!r}")
+            return self.values[name]
+
+        def sub(m: re.Match[str]) -> str:
+            if m.group(3):
+                return placeholder(m.group(3))
+            value = self.lookup(m.group(1))
+            if value:
+                return value
+            if m.group(2) is None:
+                raise _Unset(m.group(1))
+            return _PLACEHOLDER_RE.sub(lambda p: placeholder(p.group(1)), m.group(2))
+
+        return _TOKEN_RE.sub(sub, text)
+
+    def expand_env(self, env: dict[str, str], into: dict[str, str]) -> None:
+        for key, template in env.items():
+            try:
+                into[key] = self.expand(template)
+            except _Unset:
+                continue
+
+
+@dataclass
+class _Selected:
+    template: StepTemplate
+    level: int | None
+    variants: list[Variant] = field(default_factory=list)
+    extra_args: list[str] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    title: str | None = None
+
+
+def _git_checkout(path: str | None, flag: str, framework: str, env_name: str) -> str:
+    if not path:
+        raise SpecError(f"{flag} is required for {framework} (or set {env_name})")
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise SpecError(f"{flag} {path}: no such directory")
+    try:
+        proc = subprocess.run(["git", "-C", str(p), "rev-parse", "--git-dir"], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SpecError(f"{flag} {path}: cannot run git ({exc})") from None
+    if proc.returncode != 0:
+        raise SpecError(f"{flag} {path}: not a git checkout (git rev-parse failed)")
+    return str(p.resolve())
+
+
+def _model(model: str | None) -> tuple[str | None, bool]:
+    """(value, is_local_path). A local path must exist; anything else must look like an HF id."""
+    if not model:
+        return None, False
+    if "\x00" in model:
+        raise SpecError("--model contains a NUL character")
+    looks_local = model.startswith(("/", "./", "../", "~")) or Path(model).expanduser().exists()
+    if looks_local:
+        p = Path(model).expanduser()
+        if not p.exists():
+            raise SpecError(f"--model {model}: no such local model path")
+        return str(p.resolve()), True
+    if not HF_ID_RE.match(model):
+        raise SpecError(f"--model {model!r}: neither an existing local path nor a Hugging Face id (org/name)")
+    return model, False
+
+
+def _check_env(env: dict[str, str]) -> None:
+    for key, value in env.items():
+        if not isinstance(key, str) or not ENV_NAME_RE.match(key):
+            raise SpecError(f"--env {key!r}: invalid environment variable name (letters, digits, _; "
+                            "not starting with a digit)")
+        if not isinstance(value, str) or "\x00" in value:
+            raise SpecError(f"--env {key}: value must be text without NUL characters")
+
+
+def _levels_and_variants(cat: FrameworkCatalog, spec: RunSpec) -> tuple[list[int], list[Variant]]:
+    numbers = [lv.number for lv in cat.levels]
+    levels = sorted(set(spec.levels or [0]))
+    for n in levels:
+        if n not in numbers:
+            raise SpecError(f"Level {n} is not a {cat.name} level (levels: {', '.join(map(str, numbers))})")
+    variants: list[Variant] = []
+    for name in dict.fromkeys(spec.variants or []):
+        v = cat.variant(name)
+        if v is None:
+            known = ", ".join(x.name for x in cat.variants) or "none"
+            raise SpecError(f"unknown variant {name!r} for {cat.name} (variants: {known})")
+        if not set(v.levels) & set(levels):
+            lv = " or ".join(f"--level {n}" for n in v.levels)
+            raise SpecError(f"variant {name!r} belongs to Level {'/'.join(map(str, v.levels))}, "
+                            f"which was not requested (add {lv})")
+        variants.append(v)
+    for n in levels:
+        level = cat.level(n)
+        if level and level.requires_variant and not any(n in v.levels for v in variants):
+            names = ", ".join(v.name for v in cat.variants if n in v.levels)
+            raise SpecError(f"Level {n} ({level.title}) needs a variant: --variant one of {names}")
+    return levels, variants
+
+
+def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -> list[_Selected]:
+    out: list[_Selected] = []
+    for n in levels:
+        level = cat.level(n)
+        assert level is not None
+        mine = [v for v in variants if n in v.levels]
+        chosen: list[_Selected] = []
+        for st in level.steps:
+            sel = _Selected(st, n)
+            for v in mine:
+                if v.mode == "modify" and _targets(v, st):
+                    sel.variants.append(v)
+                    sel.extra_args.extend(v.args)
+                    sel.extra_env.update(v.env)
+            chosen.append(sel)
+            for v in mine:
+                if v.mode == "rerun" and _targets(v, st):
+                    chosen.append(_Selected(st, n, variants=[*sel.variants, v],
+                                            extra_args=[*sel.extra_args, *v.args],
+                                            extra_env={**sel.extra_env, **v.env},
+                                            name=f"{st.name}-{v.name}", title=f"{st.title} [{v.title}]"))
+        for v in mine:
+            if v.mode == "add":
+                for st in v.steps:
+                    sel = _Selected(st, n, variants=[v])
+                    for other in mine:  # modify variants that target every train step apply here too
+                        if other.mode == "modify" and "*train" in other.targets and st.kind == "train":
+                            sel.variants.append(other)
+                            sel.extra_args.extend(other.args)
+                            sel.extra_env.update(other.env)
+                    chosen.append(sel)
+        out.extend(chosen)
+    return out
+
+
+def _targets(v: Variant, st: StepTemplate) -> bool:
+    return st.name in v.targets or ("*train" in v.targets and st.kind == "train")
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip().strip("'\""))
+    except (TypeError, ValueError):
+        return None
+
+
+def build_plan(spec: RunSpec) -> Plan:
+    """Turn a run spec into ordered, exact steps; SpecError (one line) on bad input."""
+    try:
+        cat = load_framework(spec.framework)
+    except CatalogError as exc:
+        raise SpecError(str(exc)) from None
+    _check_env(spec.env or {})
+    levels, variants = _levels_and_variants(cat, spec)
+    warnings: list[str] = []
+
+    repo = bridge = None
+    if cat.needs_repo:
+        repo = _git_checkout(spec.repo, "--repo", cat.name, cat.repo_env or "the repo variable")
+    if cat.needs_bridge:
+        bridge = _git_checkout(spec.bridge_repo, "--bridge-repo", cat.name, "BRIDGE_REPO")
+    if cat.overrides == "none" and spec.overrides:
+        raise SpecError(f"--override is not accepted for {cat.name}: it has no Hydra config")
+    model, local_model = _model(spec.model)
+    if model and not (cat.model_args or cat.model_env):
+        warnings.append(f"--model is ignored for {cat.name}")
+
+    user_env = dict(spec.env or {})
+
+    def lookup(name: str) -> str | None:
+        return user_env.get(name) if name in user_env else os.environ.get(name)
+
+    ctx = _Ctx({"repo": repo or "", "bridge": bridge or "", "model": model or "", "python": sys.executable,
+                "home": str(Path.home())}, lookup)
+    for key, template in cat.placeholders.items():
+        ctx.values[key] = ctx.expand(template)
+    pythonpath = None
+    if cat.pythonpath:
+        parts = [ctx.expand(p) for p in cat.pythonpath]
+        existing = lookup("PYTHONPATH")
+        pythonpath = ":".join(parts + ([existing] if existing else []))
+    ctx.values["pythonpath"] = pythonpath or ""
+
+    remedy = spec.extra.get("remedy") if isinstance(spec.extra, dict) else None
+    remedy = remedy if isinstance(remedy, dict) else {}
+    remedy_env = {str(k): str(v) for k, v in (remedy.get("env") or {}).items()}
+    _check_env(remedy_env)
+    remedy_unset = [str(x) for x in remedy.get("unset") or []]
+    remedy_overrides = [str(x) for x in remedy.get("overrides") or []]
+    user_overrides = [*spec.overrides, *remedy_overrides]
+
+    bridge_tests = [str(t) for t in (spec.extra.get("bridge_tests") or [])] if isinstance(spec.extra, dict) else []
+    for t in bridge_tests:
+        if "\x00" in t or not bridge or not (Path(bridge) / t.split("::", 1)[0]).exists():
+            raise SpecError(f"--bridge-test {t}: not found in the Bridge checkout {bridge or '(none)'}")
+
+    base_env: dict[str, str] = {}
+    if pythonpath is not None:
+        base_env["PYTHONPATH"] = pythonpath
+    for name in cat.pass_env:
+        value = lookup(name)
+        if value:
+            base_env[name] = value
+
+    validated: set[tuple[str | None, str | None]] = set()
+    steps: list[Step] = []
+
+    def make(st: StepTemplate, level: int | None, sel: _Selected | None = None) -> Step:
+        env = dict(base_env)
+        if st.kind == "train":
+            ctx.expand_env(cat.run_env, env)
+        ctx.expand_env(st.env, env)
+        argv = [ctx.expand(a) for a in st.argv]
+        extra: list[str] = [ctx.expand(a) for a in (sel.extra_args if sel else [])]
+        if sel:
+            ctx.expand_env(sel.extra_env, env)
+        if model:
+            if st.model:
+                extra += [ctx.expand(a) for a in (cat.model_path_args if local_model else cat.model_args)]
+                ctx.expand_env(cat.model_path_env if local_model else cat.model_env, env)
+            ctx.expand_env(st.model_env, env)
+        if st.append_bridge_tests:
+            argv += bridge_tests
+        env.update({k: v for k, v in user_env.items() if not (k == "PYTHONPATH" and pythonpath)})
+        unset: list[str] = []
+        if st.overrides:
+            script = next((a for a in argv if a.endswith(".sh")), argv[-1]) if st.forwards_unquoted else None
+            for arg in extra:
+                if script:
+                    warnings.extend(check_unquoted(arg, script))
+                parse_override(arg)
+            key = (st.config, script)
+            if user_overrides and key not in validated:
+                validated.add(key)
+                warnings.extend(validate_overrides(user_overrides, repo, st.config, unquoted_script=script))
+            extra += user_overrides
+        if st.kind == "train":
+            env.update(remedy_env)
+            unset = [u for u in remedy_unset if u not in env]
+        argv += extra
+        eff = effective_values([f"{k}={v}" for k, v in st.implied.items()] + argv)
+        gpus = st.gpus
+        if st.gpus_key and _int(eff.get(st.gpus_key)) is not None:
+            gpus = _int(eff[st.gpus_key]) or 0
+        if st.gpus_env:
+            gpus = _int(env.get(st.gpus_env) or lookup(st.gpus_env)) or gpus
+        total = st.total_steps
+        if st.steps_key and _int(eff.get(st.steps_key)) is not None:
+            total = _int(eff[st.steps_key])
+        if st.steps_env and _int(env.get(st.steps_env)) is not None:
+            total = _int(env[st.steps_env])
+        vs = sel.variants if sel else []
+        cwd = {"repo": repo, "bridge": bridge}.get(st.cwd) or ctx.expand(st.cwd)
+        if cat.tp_guard and st.kind == "train":
+            _tp_warning(cat, st, eff, sel.name if sel and sel.name else st.name, warnings)
+        return Step(
+            name=(sel.name if sel and sel.name else st.name),
+            title=(sel.title if sel and sel.title else st.title)
+            + ("" if not vs or (sel and sel.name) else " + " + ", ".join(v.title for v in vs)),
+            argv=argv, cwd=cwd, env=env, unset=unset, gpus=gpus,
+            proves=ctx.expand(st.proves) + "".join(" " + v.proves for v in vs if v.proves not in st.proves),
+            criteria=[ctx.expand(c) for c in st.criteria] + [c for v in vs for c in v.criteria],
+            level=level, variant=",".join(v.name for v in vs) or None,
+            deliverable=st.deliverable, kind=st.kind,
+            log_files=[ctx.expand(x) for x in st.log_files],
+            tb_dir=ctx.expand(st.tb_dir) if st.tb_dir else None,
+            metrics_json=ctx.expand(st.metrics_json) if st.metrics_json else None,
+            checks=list(st.checks), total_steps=total, on_failure=st.on_failure,
+            report_metrics=[*st.report_metrics, *(m for v in vs for m in v.report_metrics)],
+        )
+
+    for st in cat.setup:
+        if st.when_levels and not set(st.when_levels) & set(levels):
+            continue
+        if st.skip_if_exists and all(Path(ctx.expand(p)).exists() for p in st.skip_if_exists):
+            continue
+        steps.append(make(st, None))
+    for sel in _select(cat, levels, variants):
+        step = make(sel.template, sel.level, sel)
+        if step.kind == "train":
+            for bt in cat.before_train:
+                pre = make(bt, sel.level)
+                pre.name = f"{step.name}-{bt.name}"
+                steps.append(pre)
+        steps.append(step)
+        if (sel.template.needs_model or any(v.needs_model for v in sel.variants)) and not model:
+            warnings.append(f"{step.name}: needs the model under test (--model); the default model does not "
+                            "exercise this architecture")
+
+    _gpu_warning(cat, spec, steps, warnings)
+    return Plan(spec=replace(spec, levels=levels), steps=steps, warnings=list(dict.fromkeys(warnings)))
+
+
+def _tp_warning(cat: FrameworkCatalog, st: StepTemplate, eff: dict[str, str], name: str,
+                warnings: list[str]) -> None:
+    guard = cat.tp_guard
+    assert guard is not None
+    tp = max((_int(eff.get(k)) or 0 for k in guard.tp_keys), default=0)
+    micro, logprob = eff.get(guard.micro_key), eff.get(guard.logprob_key)
+    if tp >= guard.min_tp and micro is not None and logprob is not None and _int(micro) != _int(logprob):
+        warnings.append(f"{name}: TP={tp} with {guard.micro_key}={micro} != {guard.logprob_key}={logprob}. "
+                        f"{guard.advice}")
+
+
+def _gpu_warning(cat: FrameworkCatalog, spec: RunSpec, steps: Iterable[Step], warnings: list[str]) -> None:
+    need = {s.name: s.gpus for s in steps if s.gpus}
+    if not need:
+        return
+    if spec.launcher == "slurm":
+        have = spec.slurm.gpus_per_node
+        where = "per Slurm node (--gpus-per-node)"
+        if have is None:
+            return
+    else:
+        have = visible_gpus()
+        where = "visible here"
+    over = [n for n, g in need.items() if g > have]
+    if over:
+        most = max(need[n] for n in over)
+        warnings.append(f"{', '.join(over)}: need{'s' if len(over) == 1 else ''} up to {most} GPUs, "
+                        f"{have} {where}. {cat.gpus_advice}".strip())

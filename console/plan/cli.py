@@ -1,0 +1,44 @@
+"""`rl-console plan SPEC... [--json | --format text|json|sh]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+from console.plan.builder import build_plan
+from console.plan.model import Plan
+from console.plan.render import render_sh
+from console.redact import redact_env, redact_text
+from console.spec import spec_from_args
+
+
+def render_text(plan: Plan) -> str:
+    lines = []
+    for w in plan.warnings:
+        lines.append(f"warning: {redact_text(w)}")
+    for i, s in enumerate(plan.steps, 1):
+        lvl = "" if s.level is None else f" L{s.level}"
+        lines.append(f"{i:02d} {s.name}{lvl} [{s.kind}/{s.deliverable}] gpus={s.gpus}")
+        lines.append(f"   cwd: {s.cwd}")
+        env = redact_env(s.env)
+        if env:
+            lines.append("   env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()))
+        lines.append("   $ " + redact_text(shlex.join(s.argv)))
+    return "\n".join(lines) + "\n"
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    plan = build_plan(spec)
+    fmt = "json" if getattr(args, "json", False) else (getattr(args, "format", None) or "text")
+    if fmt == "json":
+        sys.stdout.write(json.dumps(plan.to_dict(), indent=2) + "\n")
+    elif fmt == "sh":
+        sys.stdout.write(render_sh(plan))
+    else:
+        sys.stdout.write(render_text(plan))
+    for w in plan.warnings if fmt != "text" else []:
+        print(f"rl-console plan: warning: {redact_text(w)}", file=sys.stderr)
+    return 0
