@@ -1,0 +1,87 @@
+"""`rl-console triage` and `rl-console report` handlers.
+
+Kept light: triage runs once per log in evaluation loops, so nothing heavy (torch, ray, textual,
+tensorboard) is imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from console import exitcodes
+from console.errors import ConsoleError, RunNotFound
+
+
+def _print_human(res: dict[str, Any]) -> None:
+    prog = res.get("progress") or {}
+    step = prog.get("step")
+    where = f", step {step}/{prog.get('total') or '?'}" if step is not None else ""
+    print(f"Verdict: {res['verdict']} (framework {res['framework']}{where})")
+    p = res.get("primary")
+    if p:
+        loc = f"{p['file']}:{p['line']}" if p.get("file") else f"line {p['line']}"
+        print(f"Primary: {p['class']} ({p['verdict']}) at {loc}: {p['evidence']}")
+        print(f"Advice: {p['advice']}")
+        r = p.get("remedy") or {}
+        parts = [f"unset {u}" for u in r.get("unset") or []]
+        parts += [f"{k}={v}" for k, v in (r.get("env") or {}).items()]
+        parts += list(r.get("overrides") or [])
+        if parts:
+            print("Remedy: " + " ".join(parts))
+    others = [f for f in res.get("findings") or [] if not p or f["line"] != p["line"] or f["class"] != p["class"]]
+    if others:
+        print("Other findings:")
+        for f in others[:30]:
+            print(f"  {f['verdict']:<7} {f['class']:<24} line {f['line']} (x{f['count']}): {f['evidence'][:160]}")
+
+
+def cmd_triage(args: argparse.Namespace) -> int:
+    from console.triage.scan import triage_files
+
+    framework = args.framework
+    if framework is not None and framework not in ("nemo-rl", "verl", "demo", "unknown"):
+        raise ConsoleError(f"--framework {framework!r}: expected nemo-rl, verl, demo or unknown")
+    res = triage_files(args.logs, framework=framework, exit_code=args.exit_code)
+    if args.json:
+        sys.stdout.write(json.dumps(res, indent=2) + "\n")
+    else:
+        _print_human(res)
+    return exitcodes.for_verdict(res["verdict"])
+
+
+def resolve_run_dir(run: str, runs_dir: str | None = None) -> Path:
+    """A run given as a folder path, an id under the run store, or a unique id prefix."""
+    direct = Path(run).expanduser()
+    if direct.is_dir() and (direct / "state.json").exists() or (direct / "spec.json").exists():
+        return direct
+    store = Path(runs_dir or os.environ.get("RL_CONSOLE_RUNS") or "runs").expanduser()
+    cand = store / run
+    if cand.is_dir():
+        return cand
+    if store.is_dir():
+        matches = sorted(p for p in store.iterdir() if p.is_dir() and p.name.startswith(run))
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise RunNotFound(f"run {run!r} is ambiguous in {store}: {', '.join(m.name for m in matches[:5])}")
+    raise RunNotFound(f"no run {run!r} (looked for a folder and under {store})")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from console.report import render_json, render_markdown, write_report
+
+    run_dir = resolve_run_dir(args.run, args.runs_dir)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(render_json(run_dir), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_markdown(run_dir))
+    try:
+        write_report(run_dir)
+    except OSError as exc:
+        print(f"rl-console report: warning: could not write report files: {exc}", file=sys.stderr)
+    return 0

@@ -1,0 +1,212 @@
+"""Load and validate the triage rule catalog (``console/catalog/triage_rules.toml``)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from console.errors import ConsoleError
+
+CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.toml"
+
+# The class ids of DESIGN.md (plus the Noise pseudo-class). The catalog must cover every one.
+CLASS_IDS = (
+    "rocr_visible_devices", "hf_rate_limit", "hf_offline_missing", "no_space", "missing_dependency",
+    "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
+    "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "checkpoint_failure",
+    "metric_failure", "generation_failure", "teardown_crash", "hang", "unknown_error",
+)
+NOISE_CLASS = "shutdown_noise"
+VERDICTS = ("Fail", "Blocked", "Noise")
+MARKER_KINDS = ("progress", "total", "complete", "context", "evidence")
+
+
+class CatalogError(ConsoleError):
+    """The triage catalog is malformed (a bug in the data, reported as one line)."""
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    id: str
+    title: str
+    verdict: str
+    tier: int
+    advice: str
+    remedy: dict[str, Any]
+    by_framework: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def advice_for(self, framework: str) -> str:
+        return self.by_framework.get(framework, {}).get("advice", self.advice)
+
+    def remedy_for(self, framework: str) -> dict[str, Any]:
+        return self.by_framework.get(framework, {}).get("remedy", self.remedy)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    cls: str
+    verdict: str
+    literals: tuple[str, ...]
+    regex: re.Pattern[str]
+    advice: str | None = None
+    remedy: dict[str, Any] | None = None
+    soft: bool = False
+    context: str | None = None
+    frameworks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FrameRule:
+    id: str
+    cls: str
+    verdict: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class Marker:
+    id: str
+    kind: str
+    literals: tuple[str, ...]
+    regex: re.Pattern[str]
+    tag: str | None = None
+    complete_at_total: bool = False
+
+
+@dataclass(frozen=True)
+class Catalog:
+    classes: dict[str, ClassInfo]
+    rules: tuple[Rule, ...]
+    frame_rules: tuple[FrameRule, ...]
+    markers: tuple[Marker, ...]
+    frameworks: dict[str, tuple[str, ...]]
+
+    def literals(self) -> list[str]:
+        """Every literal the prefilter needs (rules and markers), deduplicated, in a stable order."""
+        seen: dict[str, None] = {}
+        for item in (*self.rules, *self.markers):
+            for lit in item.literals:
+                seen.setdefault(lit, None)
+        return list(seen)
+
+
+def normalise_remedy(raw: Any, where: str) -> dict[str, Any]:
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: remedy must be a table")
+    unknown = set(raw) - {"env", "overrides", "unset"}
+    if unknown:
+        raise CatalogError(f"{where}: unknown remedy keys {sorted(unknown)}")
+    env = raw.get("env") or {}
+    overrides = raw.get("overrides") or []
+    unset = raw.get("unset") or []
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise CatalogError(f"{where}: remedy.env must map names to strings")
+    if not all(isinstance(o, str) and "=" in o for o in overrides):
+        raise CatalogError(f"{where}: remedy.overrides must be KEY=VALUE strings")
+    if not all(isinstance(u, str) and u for u in unset):
+        raise CatalogError(f"{where}: remedy.unset must be names")
+    return {"env": dict(env), "overrides": list(overrides), "unset": list(unset)}
+
+
+def _compile(pattern: Any, where: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str) or not pattern:
+        raise CatalogError(f"{where}: regex missing")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise CatalogError(f"{where}: bad regex: {exc}") from None
+
+
+def _literals(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) and x for x in raw):
+        raise CatalogError(f"{where}: literals must be a non-empty list of strings")
+    return tuple(raw)
+
+
+def parse_catalog(data: dict[str, Any]) -> Catalog:
+    classes: dict[str, ClassInfo] = {}
+    for cid, c in (data.get("classes") or {}).items():
+        where = f"classes.{cid}"
+        verdict = c.get("verdict")
+        if verdict not in VERDICTS:
+            raise CatalogError(f"{where}: verdict must be one of {VERDICTS}")
+        by_fw: dict[str, dict[str, Any]] = {}
+        for fw, extra in (c.get("by_framework") or {}).items():
+            entry: dict[str, Any] = {}
+            if "advice" in extra:
+                entry["advice"] = str(extra["advice"])
+            if "remedy" in extra:
+                entry["remedy"] = normalise_remedy(extra["remedy"], f"{where}.by_framework.{fw}")
+            by_fw[fw] = entry
+        classes[cid] = ClassInfo(id=cid, title=str(c.get("title", cid)), verdict=verdict,
+                                 tier=int(c.get("tier", 0)), advice=str(c.get("advice", "")),
+                                 remedy=normalise_remedy(c.get("remedy"), where), by_framework=by_fw)
+    missing = [c for c in (*CLASS_IDS, NOISE_CLASS) if c not in classes]
+    if missing:
+        raise CatalogError(f"triage catalog lacks classes {missing}")
+
+    rules: list[Rule] = []
+    ids: set[str] = set()
+    for i, r in enumerate(data.get("rule") or []):
+        where = f"rule[{i}] {r.get('id', '?')}"
+        rid = r.get("id")
+        if not rid or rid in ids:
+            raise CatalogError(f"{where}: missing or duplicate id")
+        ids.add(rid)
+        cls = r.get("class")
+        if cls not in classes:
+            raise CatalogError(f"{where}: unknown class {cls!r}")
+        verdict = r.get("verdict", classes[cls].verdict)
+        if verdict not in VERDICTS:
+            raise CatalogError(f"{where}: bad verdict {verdict!r}")
+        rules.append(Rule(
+            id=rid, cls=cls, verdict=verdict, literals=_literals(r.get("literals"), where),
+            regex=_compile(r.get("regex"), where), advice=r.get("advice"),
+            remedy=normalise_remedy(r["remedy"], where) if "remedy" in r else None,
+            soft=bool(r.get("soft", False)), context=r.get("context"),
+            frameworks=tuple(r.get("frameworks") or ()),
+        ))
+    frame_rules = []
+    for i, r in enumerate(data.get("frame_rule") or []):
+        where = f"frame_rule[{i}] {r.get('id', '?')}"
+        cls = r.get("class")
+        if cls not in classes:
+            raise CatalogError(f"{where}: unknown class {cls!r}")
+        frame_rules.append(FrameRule(id=r["id"], cls=cls, verdict=r.get("verdict", classes[cls].verdict),
+                                     regex=_compile(r.get("regex"), where)))
+    markers = []
+    for i, m in enumerate(data.get("marker") or []):
+        where = f"marker[{i}] {m.get('id', '?')}"
+        if m.get("kind") not in MARKER_KINDS:
+            raise CatalogError(f"{where}: kind must be one of {MARKER_KINDS}")
+        markers.append(Marker(id=m["id"], kind=m["kind"], literals=_literals(m.get("literals"), where),
+                              regex=_compile(m.get("regex"), where), tag=m.get("tag"),
+                              complete_at_total=bool(m.get("complete_at_total", False))))
+    tags = {m.tag for m in markers if m.kind == "context"}
+    for r in rules:
+        if r.context and r.context not in tags:
+            raise CatalogError(f"rule {r.id}: context {r.context!r} has no context marker")
+    frameworks = {k: tuple(v) for k, v in (data.get("frameworks") or {}).items()}
+    return Catalog(classes=classes, rules=tuple(rules), frame_rules=tuple(frame_rules),
+                   markers=tuple(markers), frameworks=frameworks)
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    path = path or CATALOG
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"cannot read triage catalog {path}: {exc}") from None
+    return parse_catalog(data)
+
+
+@lru_cache(maxsize=1)
+def default_catalog() -> Catalog:
+    return load_catalog()
