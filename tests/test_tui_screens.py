@@ -1,0 +1,316 @@
+"""Pilot tests: every screen and action of the console, driven headless through the keyboard."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tui_helpers import write_run  # noqa: E402
+
+from console.errors import RunNotFound, SpecError  # noqa: E402
+from console.tui.app import ConsoleApp  # noqa: E402
+from console.tui.config import config_path  # noqa: E402
+from console.tui.widgets.logview import LogView  # noqa: E402
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+
+
+def drive(app: ConsoleApp, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await body(pilot)
+
+    asyncio.run(main())
+
+
+async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def screen_name(app: ConsoleApp) -> str:
+    return type(app.screen).__name__
+
+
+def notes(app: ConsoleApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+def test_home_lists_runs_and_sees_new_ones(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    app = ConsoleApp(runs)
+
+    async def body(pilot: Any) -> None:
+        home = app.screen
+        await wait_for(pilot, lambda: home.query_one("#empty-hint").display)
+        assert "No runs yet" in str(home.query_one("#empty-hint").render())
+        write_run(runs, "20261121-223600-demo-l0")  # a run started from the CLI meanwhile
+        await wait_for(pilot, lambda: "20261121-223600-demo-l0" in home.rows, timeout=4)
+        assert not home.query_one("#empty-hint").display
+        assert home.selected().verdict == "Pass"
+
+    drive(app, body)
+
+
+def test_open_monitor_log_search_filter_wrap_follow(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = write_run(runs, log_lines=60)
+    app = ConsoleApp(runs)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: bool(app.screen.rows))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
+        view = app.screen.query_one("#logview", LogView)
+        await wait_for(pilot, lambda: view.total_lines == 60)
+        assert app.screen.query_one("#progress-label").render().plain.startswith("it 20/20")
+        await pilot.press("slash", *"loss=0.05", "enter")
+        assert view.search_text == "loss=0.05"
+        assert "search: loss=0.05" in str(app.screen.query_one("#log-bar").render())
+        await pilot.press("F", *"reward=2.", "enter")
+        assert view.line_count == 20  # steps 40..59 print reward=2.xxx
+        await pilot.press("F", "backspace", "enter")  # the old filter is selected: clear it, show all
+        assert view.line_count == 60
+        await pilot.press("w")
+        assert view.wrap
+        assert not view.auto_scroll  # jumping to a search hit pauses following
+        assert "PAUSED" in str(app.screen.query_one("#log-bar").render())
+        await pilot.press("space")
+        assert view.auto_scroll
+        await pilot.press("space")
+        assert not view.auto_scroll
+        for key, tab in zip("234561", ("steps", "metrics", "system", "findings", "verdict", "log"), strict=True):
+            await pilot.press(key)
+            assert app.screen.query_one("#tabs").active == tab
+        await pilot.press("escape")
+        assert screen_name(app) == "HomeScreen"
+        assert run.is_dir()
+
+    drive(app, body)
+
+
+def test_monitor_follows_a_growing_log_and_state(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = write_run(runs, status="running", verdict=None, log_lines=5)
+    app = ConsoleApp(runs, open_run=run)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
+        mon = app.screen
+        view = mon.query_one("#logview", LogView)
+        await wait_for(pilot, lambda: view.total_lines == 5)
+        with open(run / "logs/01-demo-grpo.log", "a") as fh:
+            fh.write("".join(f"extra line {i}\n" for i in range(100)) + "tqdm 10%\rtqdm 50%\rtqdm 100%\n")
+        await wait_for(pilot, lambda: view.total_lines == 106)
+        assert view.lines[-1] == "tqdm 100%"  # \r redraws collapsed
+        state = json.loads((run / "state.json").read_text())
+        state.update(status="passed", verdict="Pass")
+        (run / "state.json").write_text(json.dumps(state))
+        await wait_for(pilot, lambda: mon.snapshot is not None and mon.snapshot.verdict == "Pass")
+        assert "Pass" in mon.query_one("#run-header").render().plain
+        await pilot.press("3")
+        await wait_for(pilot, lambda: bool(mon._metric_names))
+        assert mon._metric_names[:2] == ["loss", "reward"]
+
+    drive(app, body)
+
+
+def test_findings_and_rerun_with_fix_confirm(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    failing = write_run(runs, "20261121-223700-demo-l0", status="failed", verdict="Fail", failing=True)
+    app = ConsoleApp(runs, open_run=failing)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
+        mon = app.screen
+        await wait_for(pilot, lambda: mon.query_one("#findings-table").row_count == 1)
+        await pilot.press("5")
+        assert "cuda_oom" in mon.query_one("#finding-detail").render().plain
+        assert "policy.train_micro_batch_size=1" in mon.query_one("#finding-detail").render().plain
+        await pilot.press("f")
+        assert screen_name(app) == "ConfirmDialog"
+        await pilot.press("n")  # declined: nothing launched
+        assert screen_name(app) == "MonitorScreen"
+        assert sorted(p.name for p in runs.iterdir()) == [failing.name]
+
+    drive(app, body)
+
+
+def test_rerun_without_remedy_and_cancel_finished_run(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = write_run(runs)
+    app = ConsoleApp(runs, open_run=run)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.snapshot is not None)
+        await pilot.press("f")
+        assert any("No remedy" in n for n in notes(app))
+        await pilot.press("c")
+        assert screen_name(app) == "MonitorScreen"
+        assert any("not running" in n for n in notes(app))
+
+    drive(app, body)
+
+
+def test_cancel_running_run_asks_first(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    write_run(runs, status="running", verdict=None)
+    app = ConsoleApp(runs)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: bool(app.screen.rows))
+        await pilot.press("c")
+        assert screen_name(app) == "ConfirmDialog"
+        await pilot.press("escape")
+        assert screen_name(app) == "HomeScreen"
+
+    drive(app, body)
+
+
+def test_quit_never_stops_runs(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = write_run(runs, status="running", verdict=None)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        state = json.loads((run / "state.json").read_text())
+        state["supervisor_pid"] = proc.pid
+        (run / "state.json").write_text(json.dumps(state))
+        app = ConsoleApp(runs, open_run=run)
+
+        async def body(pilot: Any) -> None:
+            await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
+            await pilot.press("q")
+
+        drive(app, body)
+        assert app.return_code in (0, None)
+        assert proc.poll() is None, "quitting the console stopped the run"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_report_screen_shows_and_saves(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = write_run(runs)
+    app = ConsoleApp(runs)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: bool(app.screen.rows))
+        await pilot.press("r")
+        assert screen_name(app) == "ReportScreen"
+        rep = app.screen
+        await wait_for(pilot, lambda: "rendering" not in str(rep.query_one("#report-status").render()))
+        if rep.markdown is None:  # no report back-end and no saved report: says why in one line
+            assert "No report:" in str(rep.query_one("#report-status").render())
+            return
+        await pilot.press("s")
+        assert (run / "report.md").read_text() == rep.markdown
+        await pilot.press("escape")
+        assert screen_name(app) == "HomeScreen"
+
+    drive(app, body)
+
+
+def test_triage_screen_opens_log_from_prompt(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"line {i}\n" for i in range(1, 51)) + "torch.OutOfMemoryError: CUDA out of memory\n")
+    app = ConsoleApp(tmp_path / "runs")
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("l")
+        assert screen_name(app) == "PathPrompt"
+        await pilot.press(*str(tmp_path / "nope.log"))
+        assert "not found" in str(app.screen.query_one("#path-status").render())
+        app.screen.query_one("#path").value = str(log)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen_name(app) == "TriageScreen")
+        tri = app.screen
+        view = tri.query_one("#triage-log", LogView)
+        await wait_for(pilot, lambda: view.total_lines == 52)
+        assert view.lines[0].split() == ["1", "line", "1"]
+        await wait_for(pilot, lambda: "triaging" not in str(tri.query_one("#triage-status").render()))
+        if tri.result is not None:
+            assert tri.result["verdict"] in ("Fail", "Blocked")
+        await pilot.press("escape")
+        assert screen_name(app) == "HomeScreen"
+
+    drive(app, body)
+
+
+def test_new_run_validates_as_you_type(tmp_path: Path) -> None:
+    repo = tmp_path / "nemo-rl"
+    (repo / ".git").mkdir(parents=True)
+    app = ConsoleApp(tmp_path / "runs")
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("n")
+        assert screen_name(app) == "NewRunScreen"
+        scr = app.screen
+        scr.query_one("#repo").value = str(tmp_path / "missing")
+        await pilot.pause()
+        assert scr.query_one("#repo-status").has_class("error")
+        scr.query_one("#repo").value = str(repo)
+        await pilot.pause()
+        assert "git checkout" in str(scr.query_one("#repo-status").render())
+        scr.query_one("#env").text = "GOOD=1\nnot an assignment"
+        await pilot.pause()
+        assert "env line 2" in str(scr.query_one("#env-status").render())
+        await pilot.press("f2")  # preview: one-line error (bad env) instead of a plan
+        await pilot.pause()
+        assert any("env line 2" in n for n in notes(app))
+        await pilot.press("escape")
+        assert screen_name(app) == "HomeScreen"
+
+    drive(app, body)
+
+
+def test_help_palette_and_theme_remembered(tmp_path: Path) -> None:
+    app = ConsoleApp(tmp_path / "runs")
+
+    async def body(pilot: Any) -> None:
+        assert app.theme == "dark"
+        await pilot.press("question_mark")
+        assert screen_name(app) == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.press("t")
+        assert app.theme == "light"
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"New run", "Open log for triage", "Cycle theme", "Help"} <= set(titles)
+        assert "Report of selected run" in titles
+
+    drive(app, body)
+    assert json.loads(config_path().read_text())["theme"] == "light"
+    again = ConsoleApp(tmp_path / "runs")
+
+    async def check(pilot: Any) -> None:
+        assert again.theme == "light"
+
+    drive(again, check)
+
+
+def test_cmd_tui_rejects_bad_input(tmp_path: Path) -> None:
+    import argparse
+
+    from console.tui.launch import cmd_tui
+
+    with pytest.raises(RunNotFound):
+        cmd_tui(argparse.Namespace(runs_dir=str(tmp_path), open_run="nope", log=None, theme=None))
+    with pytest.raises(SpecError):
+        cmd_tui(argparse.Namespace(runs_dir=str(tmp_path), open_run=None, log=str(tmp_path / "x"), theme=None))
