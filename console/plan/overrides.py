@@ -43,6 +43,8 @@ def parse_override(text: str) -> Override:
         raise SpecError(f"override {text!r} does not parse as a Hydra override: {first}") from None
     except Exception as exc:  # the ANTLR layer can raise other errors on odd input
         raise SpecError(f"override {text!r} does not parse as a Hydra override: {exc}") from None
+    if not override.key_or_group:
+        raise SpecError(f"override {text!r} has no key (expected key=value)")
     if override.is_sweep_override():
         raise SpecError(f"override {text!r} is a sweep (unquoted ','); quote the value (key='a,b') "
                         "or use a list (key=[a,b])")
@@ -195,7 +197,7 @@ def effective_values(args: list[str]) -> dict[str, str]:
     """key -> value text of the plain/forced overrides among ``args`` (later ones win, as in Hydra)."""
     values: dict[str, str] = {}
     for arg in args:
-        if "=" not in arg or arg.startswith("-"):
+        if ("=" not in arg and not arg.startswith("~")) or arg.startswith("-"):
             continue
         try:
             (o,) = _parser().parse_overrides([arg])
@@ -204,5 +206,5 @@ def effective_values(args: list[str]) -> dict[str, str]:
         if o.is_delete() or o.is_sweep_override():
             values.pop(o.key_or_group, None)
             continue
-        values[o.key_or_group] = arg.split("=", 1)[1]
+        values[o.key_or_group] = arg.split("=", 1)[1] if "=" in arg else ""
     return values
