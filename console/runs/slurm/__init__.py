@@ -1,0 +1,6 @@
+"""Slurm launcher: sbatch script generation (srun or ray.sub mode), job polling, cancel, follower.
+
+Public entry points: ``backend.submit(run_dir, plan, spec) -> job_id``, ``backend.poll(job_id)``,
+``backend.cancel(job_id)``, ``backend.follow(run_dir)``, ``backend.start_follower(run_dir)``,
+``script.render(run_dir, plan, spec) -> Submission`` (``.preview()`` shows it before submission).
+"""

@@ -1,0 +1,415 @@
+"""The Slurm launcher backend: submit a plan, poll the job, cancel it, follow it to its verdict.
+
+``submit`` writes the script into ``<run_dir>/slurm/`` and calls ``sbatch``; ``follow`` (run detached
+by ``python -m console.runs.slurm.follow RUN_DIR``) keeps ``state.json`` and ``events.jsonl`` up to
+date from ``squeue``/``scontrol``/``sacct`` and the exit files the steps write, until the job ends.
+The job id lives in ``state.json`` (``slurm_job_id``), so any console can reattach later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.events import Event, EventBus
+from console.runs.slurm import scheduler, states
+from console.runs.slurm.gpu import GpuSampler
+from console.runs.slurm.script import Submission, plan_dict, render, step_file_stem
+from console.runs.state import read_state, update_state, write_json_atomic
+from console.spec import RunSpec
+
+SLURM_DIR = "slurm"
+FOLLOW_LOCK = "follow.lock"
+FOLLOW_LOG = "follow.log"
+
+
+@dataclass
+class JobStatus:
+    state: str  # Slurm base state (PENDING, RUNNING, COMPLETED, NODE_FAIL, ...) or UNKNOWN
+    reason: str | None = None
+    exit_code: int | None = None
+    nodes: list[str] = field(default_factory=list)
+    signal: int | None = None
+    source: str = "squeue"
+
+    @property
+    def phase(self) -> str:
+        return states.meaning(self.state).phase
+
+
+# ---- submit / poll / cancel -----------------------------------------------------------------
+def write_submission(run_dir: Path, sub: Submission) -> Path:
+    """Save the generated script (and the submission line) in ``<run_dir>/slurm/``."""
+    d = Path(run_dir) / SLURM_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    (Path(run_dir) / "logs").mkdir(exist_ok=True)
+    script = d / sub.script_name
+    script.write_text(sub.script_text, encoding="utf-8")
+    script.chmod(0o755)
+    (d / "submit.sh").write_text("#!/bin/bash\n# How rl-console submitted this run (secrets masked).\n"
+                                 + sub.command_text() + "\n", encoding="utf-8")
+    write_json_atomic(d / "submission.json", {"mode": sub.mode, "script": f"{SLURM_DIR}/{sub.script_name}",
+                                              "sbatch_args": sub.sbatch_args, "cwd": sub.cwd,
+                                              "env": {k: v for k, v in sub.env.items()},
+                                              "warnings": sub.warnings})
+    return script
+
+
+def submit(run_dir: Path, plan: Any, spec: RunSpec) -> str:
+    """Generate, save and ``sbatch`` the plan; return the job id. The caller stores it in state.json."""
+    run_dir = Path(run_dir).resolve()
+    sub = render(run_dir, plan, spec)
+    write_submission(run_dir, sub)
+    job_id = scheduler.sbatch(sub.sbatch_args, env={**sub.env, **sub.secret_env}, cwd=sub.cwd or str(run_dir))
+    record = json.loads((run_dir / SLURM_DIR / "submission.json").read_text(encoding="utf-8"))
+    record.update(job_id=job_id, submitted=time.time())
+    write_json_atomic(run_dir / SLURM_DIR / "submission.json", record)
+    return job_id
+
+
+def poll(job_id: str) -> JobStatus:
+    """The job's state: ``squeue`` first; ``scontrol show job`` for the exit code of a finished job;
+    ``sacct`` when both have forgotten it (and accounting exists)."""
+    rec = scheduler.squeue(job_id)
+    if rec is None or states.meaning(rec.state).phase == "done":
+        detail = scheduler.scontrol_job(job_id)
+        if detail is not None:
+            if rec is not None and not detail.nodes:
+                detail.nodes = rec.nodes
+            rec = detail
+    if rec is None:
+        rec = scheduler.sacct(job_id)
+    if rec is None:
+        return JobStatus(state="UNKNOWN", reason="the job is no longer known to squeue/scontrol and "
+                         "accounting (sacct) is not available", source="none")
+    return JobStatus(state=rec.state, reason=rec.reason, exit_code=rec.exit_code, nodes=rec.nodes or [],
+                     signal=rec.signal, source=rec.source)
+
+
+def cancel(job_id: str) -> None:
+    """``scancel`` the job (a finished job is not an error)."""
+    scheduler.scancel(str(job_id))
+
+
+def cancel_run(run_dir: Path) -> str | None:
+    """Mark the run cancel-requested and ``scancel`` its job; returns the job id (None if never submitted)."""
+    state = update_state(Path(run_dir), lambda s: s.update(cancel_requested=True))
+    job_id = state.get("slurm_job_id")
+    if job_id:
+        cancel(str(job_id))
+    return job_id
+
+
+# ---- following -------------------------------------------------------------------------------
+def job_logs(run_dir: Path, job_id: str, mode: str) -> list[str]:
+    """Logs the job writes on the shared filesystem, relative to the run folder."""
+    logs = [f"logs/slurm-{job_id}.out"]
+    if mode == "ray.sub":
+        logs.append(f"{job_id}-logs/ray-driver.log")
+    return logs
+
+
+def _read_exit(path: Path) -> int | None:
+    try:
+        return int(path.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def scan_steps(run_dir: Path, steps: list[dict[str, Any]]) -> list[tuple[str, int | None, float | None]]:
+    """Per step, from the files the batch script writes: (status, exit_code, started)."""
+    out: list[tuple[str, int | None, float | None]] = []
+    for i, step in enumerate(steps, start=1):
+        stem = step_file_stem(i, step["name"])
+        log = run_dir / "logs" / f"{stem}.log"
+        code = _read_exit(run_dir / "logs" / f"{stem}.exit")
+        started = None
+        with contextlib.suppress(OSError):
+            started = log.stat().st_mtime if code is not None else log.stat().st_ctime
+        if code is not None:
+            out.append(("passed" if code == 0 else "failed", code, started))
+        elif log.exists():
+            out.append(("running", None, started))
+        else:
+            out.append(("pending", None, None))
+    return out
+
+
+def steps_verdict(steps: list[dict[str, Any]], scanned: list[tuple[str, int | None, float | None]]) -> str:
+    """The usual verdict from exit codes: a failed ``stop`` step, or a step that never ran -> Fail."""
+    for step, (status, _code, _t) in zip(steps, scanned, strict=True):
+        if status == "failed" and (step.get("on_failure") or "stop") == "stop":
+            return "Fail"
+        if status in ("pending", "running"):
+            return "Fail"
+    return "Pass"
+
+
+class Follower:
+    """Brings one Slurm run's state.json/events.jsonl up to date; ``step()`` is one poll."""
+
+    def __init__(self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time) -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.poll_s = poll_s
+        self.now = now
+        pd = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
+        self.steps: list[dict[str, Any]] = plan_dict(pd).get("steps") or []
+        spec_path = self.run_dir / "spec.json"
+        self.spec = RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8"))) \
+            if spec_path.exists() else RunSpec(launcher="slurm")
+        sub_path = self.run_dir / SLURM_DIR / "submission.json"
+        self.mode = json.loads(sub_path.read_text(encoding="utf-8")).get("mode", "srun") \
+            if sub_path.exists() else "srun"
+        self.bus = EventBus(self.run_dir / "events.jsonl")
+        self.last_state: str | None = None
+        self.last_reason: str | None = None
+        self.never_since: float | None = None
+        self.scanned: list[tuple[str, int | None, float | None]] = [("pending", None, None)] * len(self.steps)
+        self.out_offset = 0
+        self.scheduler_message: str | None = None
+        self.gpu = GpuSampler.from_spec(self.spec)
+
+    @property
+    def job_id(self) -> str:
+        job_id = read_state(self.run_dir).get("slurm_job_id")
+        if not job_id:
+            raise scheduler.SlurmError(f"{self.run_dir.name}: state.json holds no slurm_job_id")
+        return str(job_id)
+
+    def _scan_job_output(self, job_id: str) -> None:
+        """New lines of the job's own output: ray.sub phase markers and slurmstepd's verdict line."""
+        path = self.run_dir / "logs" / f"slurm-{job_id}.out"
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(self.out_offset)
+                chunk = fh.read(1 << 20)
+        except OSError:
+            return
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return
+        self.out_offset += end + 1
+        for raw in chunk[: end + 1].decode("utf-8", "replace").splitlines():
+            if "[NRL_PHASE]" in raw:
+                self.bus.publish(Event("phase", None, {"name": raw.split("]", 3)[-1].strip(),
+                                                      "source": "ray.sub"}))
+            elif "slurmstepd" in raw and "***" in raw:
+                self.scheduler_message = raw.split("***")[1].strip() if raw.count("***") >= 2 else raw.strip()
+
+    def _update_steps(self) -> None:
+        scanned = scan_steps(self.run_dir, self.steps)
+        changed = [i for i, (new, old) in enumerate(zip(scanned, self.scanned, strict=True)) if new[0] != old[0]]
+        self.scanned = scanned
+        if not changed:
+            return
+
+        def change(s: dict[str, Any]) -> None:
+            for i in changed:
+                status, code, started = scanned[i]
+                st = s["steps"][i]
+                st.update(status=status, exit_code=code)
+                if started and not st.get("started"):
+                    st["started"] = started
+                if status in ("passed", "failed"):
+                    st["ended"] = st.get("ended") or self.now()
+                if status == "running":
+                    s["current_step"] = i
+        update_state(self.run_dir, change)
+        for i in changed:
+            status, code, _ = scanned[i]
+            self.bus.publish(Event("step_state", self.steps[i]["name"], {"status": status, "exit_code": code,
+                                                                          "reason": None}))
+
+    def _set_job(self, status: JobStatus) -> None:
+        if status.state == self.last_state and status.reason == self.last_reason:
+            return
+        self.last_state, self.last_reason = status.state, status.reason
+        phase = status.phase
+        job_logs_rel = job_logs(self.run_dir, self.job_id, self.mode)
+
+        def change(s: dict[str, Any]) -> None:
+            s.update(slurm_state=status.state, slurm_reason=status.reason, slurm_nodes=status.nodes,
+                     slurm_logs=job_logs_rel)
+            if phase == "active" and s.get("status") == "pending":
+                s["status"] = "running"
+                s["started"] = s.get("started") or self.now()
+        update_state(self.run_dir, change)
+        text = f"slurm {status.state}" + (f" ({status.reason})" if status.reason else "")
+        self.bus.publish(Event("phase", None, {"name": text, "slurm_state": status.state,
+                                               "reason": status.reason, "nodes": status.nodes,
+                                               "source": "slurm"}))
+
+    def _finish(self, verdict: str, reason: str | None, status: JobStatus) -> dict[str, Any]:
+        final_status = {"Pass": "passed", "Fail": "failed", "Blocked": "blocked",
+                        "Cancelled": "cancelled"}.get(verdict, "failed")
+        ended = self.now()
+        events: list[Event] = []
+
+        def change(s: dict[str, Any]) -> None:
+            if verdict == "Blocked" and status.phase == "done":
+                # the node died under the last started step: its exit code is not evidence (srun
+                # even exits 0 after "srun: error: Node failure on <node>")
+                started = [i for i, st in enumerate(s["steps"]) if st.get("status") in ("passed", "failed")]
+                if started and not any(st.get("status") == "running" for st in s["steps"]):
+                    s["steps"][started[-1]]["status"] = "running"
+            for i, st in enumerate(s["steps"]):
+                if st.get("status") == "running":
+                    st["status"] = "cancelled" if verdict in ("Cancelled", "Blocked") else "failed"
+                    st["reason"] = reason or f"job {status.state}"
+                    st["ended"] = ended
+                    events.append(Event("step_state", self.steps[i]["name"],
+                                        {"status": st["status"], "exit_code": st.get("exit_code"),
+                                         "reason": st["reason"]}))
+                elif verdict == "Cancelled" and st.get("status") == "failed" and st.get("exit_code") in (
+                        130, 137, 143):
+                    st["status"] = "cancelled"
+                    st["reason"] = reason or "cancelled"
+                    events.append(Event("step_state", self.steps[i]["name"],
+                                        {"status": "cancelled", "exit_code": st.get("exit_code"),
+                                         "reason": st["reason"]}))
+                elif st.get("status") == "pending":
+                    st["status"] = "cancelled" if verdict == "Cancelled" else "skipped"
+                    st["reason"] = f"not run: job {status.state}"
+                    events.append(Event("step_state", self.steps[i]["name"],
+                                        {"status": st["status"], "exit_code": None, "reason": st["reason"]}))
+            s.update(status=final_status, verdict=verdict, ended=ended, slurm_state=status.state,
+                     slurm_reason=reason or status.reason, slurm_exit_code=status.exit_code)
+        state = update_state(self.run_dir, change)
+        for ev in events:
+            self.bus.publish(ev)
+        self.bus.publish(Event("run_state", None, {"status": final_status, "verdict": verdict,
+                                                   "slurm_state": status.state, "reason": reason}))
+        return state
+
+    def verdict_for(self, status: JobStatus) -> tuple[str, str | None]:
+        m = states.meaning(status.state)
+        reason = self.scheduler_message or status.reason
+        if status.state == "UNKNOWN":
+            # forgotten by the scheduler and no accounting: the exit files are the evidence
+            if all(s[0] in ("passed", "failed") for s in self.scanned):
+                return steps_verdict(self.steps, self.scanned), None
+            return "Blocked", status.reason
+        if m.verdict == "steps":
+            return steps_verdict(self.steps, self.scanned), None
+        if m.verdict == "Fail" and all(s[0] == "pending" for s in self.scanned):
+            early = states.failed_before_any_step()
+            return str(early.verdict), early.advice
+        if m.verdict == "Cancelled" and read_state(self.run_dir).get("cancel_requested"):
+            return "Cancelled", "cancelled from rl-console"
+        advice = m.advice
+        text = "; ".join(x for x in (f"job {status.state}", reason, advice) if x)
+        return str(m.verdict or "Fail"), text
+
+    def step(self) -> dict[str, Any] | None:
+        """One poll. Returns the final state when the job has ended, else None."""
+        job_id = self.job_id
+        status = poll(job_id)
+        self._scan_job_output(job_id)
+        self._update_steps()
+        self._set_job(status)
+        if status.phase == "active" and self.gpu is not None:
+            num_nodes = max(1, len(status.nodes) or self.spec.slurm.nodes)
+            for ev in self.gpu.maybe_sample(job_id, num_nodes, status.nodes):
+                self.bus.publish(ev)
+        if status.state == "PENDING" and states.never_runs(status.reason):
+            self.never_since = self.never_since or self.now()
+            if self.now() - self.never_since >= states.pending_grace_s():
+                with contextlib.suppress(scheduler.SlurmError):
+                    cancel(job_id)
+                return self._finish("Blocked", states.pending_advice(str(status.reason)), status)
+        else:
+            self.never_since = None
+        if status.phase == "done" or status.state == "UNKNOWN":
+            time.sleep(0.2)  # the last exit file may land just after the state changes
+            self._scan_job_output(job_id)
+            self._update_steps()
+            verdict, reason = self.verdict_for(status)
+            return self._finish(verdict, reason, status)
+        return None
+
+    def run(self, max_s: float | None = None) -> dict[str, Any]:
+        deadline = None if max_s is None else time.monotonic() + max_s
+        try:
+            while True:
+                state = read_state(self.run_dir)
+                if state.get("status") in ("passed", "failed", "blocked", "cancelled"):
+                    return state
+                try:
+                    final = self.step()
+                except scheduler.SlurmError as exc:
+                    print(f"rl-console follow: {exc}", file=sys.stderr, flush=True)
+                    final = None  # slurmctld may be restarting: keep trying
+                if final is not None:
+                    return final
+                if deadline is not None and time.monotonic() > deadline:
+                    return read_state(self.run_dir)
+                time.sleep(self.poll_s)
+        finally:
+            self.bus.close()
+
+
+def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> dict[str, Any]:
+    """Update the run's state.json and events.jsonl until its job ends; return the final state.
+
+    Only one follower per run works at a time (``slurm/follow.lock``); a second one waits for the
+    first to finish and returns the state it left.
+    """
+    run_dir = Path(run_dir).resolve()
+    lock_path = run_dir / SLURM_DIR / FOLLOW_LOCK
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return Follower(run_dir, poll_s=poll_s).run(max_s=max_s)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def follower_running(run_dir: Path) -> bool:
+    lock_path = Path(run_dir) / SLURM_DIR / FOLLOW_LOCK
+    if not lock_path.exists():
+        return False
+    fd = os.open(lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | None:
+    """Start the detached follower (``python -m console.runs.slurm.follow RUN_DIR``) unless one runs
+    or the run is over. Returns its pid, or None when nothing was started. Used by ``start_run`` and
+    on reattach (``attach`` after the console, or even the follower, was killed)."""
+    run_dir = Path(run_dir).resolve()
+    with contextlib.suppress(FileNotFoundError):
+        if read_state(run_dir).get("status") in ("passed", "failed", "blocked", "cancelled"):
+            return None
+    if follower_running(run_dir):
+        return None
+    (run_dir / SLURM_DIR).mkdir(exist_ok=True)
+    with open(run_dir / SLURM_DIR / FOLLOW_LOG, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "console.runs.slurm.follow", str(run_dir)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True,
+                                env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
+    update_state(run_dir, lambda s: s.update(follower_pid=proc.pid))
+    return proc.pid
+
+
+def status_dict(status: JobStatus) -> dict[str, Any]:
+    return asdict(status)

@@ -1,0 +1,265 @@
+"""Thin wrappers over the Slurm client commands: argv lists in, parsed records out.
+
+Each call runs one of ``sbatch``/``squeue``/``scontrol``/``sacct``/``scancel`` with an argv list
+(never a shell string) and parses its ``--parsable``/``--format``/``-o`` output. Errors the user
+should see become :class:`SlurmError` (a one-line :class:`~console.errors.ConsoleError`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from console.errors import ConsoleError
+
+TIMEOUT_S = 30.0
+_SQUEUE_FORMAT = "%i|%T|%r|%N|%D"
+_SACCT_FIELDS = "JobID,State,ExitCode,Reason,NodeList,NNodes"
+
+
+class SlurmError(ConsoleError):
+    """A Slurm command failed or is missing (exit 2 at the CLI)."""
+
+
+@dataclass
+class JobRecord:
+    """What one of squeue/scontrol/sacct said about a job."""
+
+    job_id: str
+    state: str  # upper case base state: PENDING, RUNNING, COMPLETED, NODE_FAIL, ...
+    reason: str | None = None
+    exit_code: int | None = None  # the batch script's exit status
+    signal: int | None = None  # the signal that ended it, when any
+    nodes: list[str] | None = None
+    num_nodes: int | None = None
+    restarts: int = 0
+    source: str = "squeue"
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str] | None = None,
+         cwd: str | None = None, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    if shutil.which(argv[0]) is None:
+        raise SlurmError(f"{argv[0]} not found on PATH: run from a Slurm login node or inside an allocation")
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    try:
+        return subprocess.run(list(argv), env=full_env, cwd=cwd, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise SlurmError(f"{argv[0]} did not answer within {timeout:.0f}s") from exc
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def base_state(raw: str) -> str:
+    """``CANCELLED by 0`` -> ``CANCELLED``; ``CANCELLED+`` -> ``CANCELLED``; ``completed`` -> ``COMPLETED``."""
+    word = raw.strip().split(" ", 1)[0] if raw.strip() else "UNKNOWN"
+    return word.rstrip("+").upper() or "UNKNOWN"
+
+
+def parse_exit_code(raw: str) -> tuple[int | None, int | None]:
+    """Slurm's ``EXIT:SIGNAL`` -> (exit, signal or None)."""
+    raw = raw.strip()
+    if not raw:
+        return None, None
+    code, _, sig = raw.partition(":")
+    try:
+        exit_code = int(code)
+    except ValueError:
+        return None, None
+    try:
+        signal = int(sig) if sig else 0
+    except ValueError:
+        signal = 0
+    return exit_code, (signal or None)
+
+
+def expand_nodelist(nodelist: str) -> list[str]:
+    """``gpu[01-03,7],login`` -> ``["gpu01", "gpu02", "gpu03", "gpu7", "login"]`` (no scontrol needed)."""
+    out: list[str] = []
+    nodelist = nodelist.strip()
+    if not nodelist or nodelist in ("(null)", "None assigned"):
+        return out
+    parts: list[str] = []
+    depth = 0
+    cur = ""
+    for ch in nodelist:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for part in parts:
+        if "[" not in part:
+            if part:
+                out.append(part)
+            continue
+        prefix, rest = part.split("[", 1)
+        ranges, _, suffix = rest.partition("]")
+        for rng in ranges.split(","):
+            lo, _, hi = rng.partition("-")
+            if hi:
+                width = len(lo)
+                out.extend(f"{prefix}{i:0{width}d}{suffix}" for i in range(int(lo), int(hi) + 1))
+            else:
+                out.append(f"{prefix}{lo}{suffix}")
+    return out
+
+
+# ---- sbatch ------------------------------------------------------------------------------------
+def parse_sbatch_parsable(stdout: str) -> str:
+    """``sbatch --parsable`` prints ``jobid`` or ``jobid;cluster``."""
+    line = _first_line(stdout)
+    job_id = line.split(";", 1)[0].strip()
+    if not job_id.isdigit():
+        raise SlurmError(f"sbatch printed no job id: {line!r}")
+    return job_id
+
+
+def sbatch(argv_tail: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
+    """Run ``sbatch --parsable <argv_tail>``; return the job id."""
+    proc = _run(["sbatch", "--parsable", *argv_tail], env=env, cwd=cwd)
+    if proc.returncode != 0:
+        msg = _first_line(proc.stderr) or _first_line(proc.stdout) or f"exit {proc.returncode}"
+        raise SlurmError(f"sbatch refused the job: {msg}")
+    return parse_sbatch_parsable(proc.stdout)
+
+
+# ---- squeue ------------------------------------------------------------------------------------
+def parse_squeue(stdout: str) -> JobRecord | None:
+    """One line of ``squeue -h -o '%i|%T|%r|%N|%D'``."""
+    line = _first_line(stdout)
+    if not line:
+        return None
+    fields = line.split("|")
+    if len(fields) < 5:
+        return None
+    reason = fields[2].strip()
+    try:
+        num_nodes = int(fields[4])
+    except ValueError:
+        num_nodes = None
+    return JobRecord(job_id=fields[0].strip(), state=base_state(fields[1]),
+                     reason=None if reason in ("", "None", "(null)") else reason,
+                     nodes=expand_nodelist(fields[3]), num_nodes=num_nodes, source="squeue")
+
+
+def squeue(job_id: str) -> JobRecord | None:
+    """The job as squeue sees it (all states), or None when squeue no longer knows it."""
+    proc = _run(["squeue", "-h", "--states=all", "-j", str(job_id), "-o", _SQUEUE_FORMAT])
+    if proc.returncode != 0:
+        if "invalid job id" in (proc.stderr + proc.stdout).lower():
+            return None
+        raise SlurmError(f"squeue failed: {_first_line(proc.stderr) or proc.returncode}")
+    return parse_squeue(proc.stdout)
+
+
+# ---- scontrol ----------------------------------------------------------------------------------
+def parse_scontrol_kv(stdout: str) -> dict[str, str]:
+    """``scontrol show job -o ID`` -> {key: value} (values may not contain spaces, except Reason)."""
+    out: dict[str, str] = {}
+    line = _first_line(stdout)
+    key = None
+    for token in line.split(" "):
+        if "=" in token and not token.startswith("="):
+            key, _, value = token.partition("=")
+            out[key] = value
+        elif key is not None and token:
+            out[key] += " " + token  # a value with spaces, e.g. Reason=... or Command=...
+    return out
+
+
+def parse_scontrol_job(stdout: str) -> JobRecord | None:
+    kv = parse_scontrol_kv(stdout)
+    if "JobId" not in kv:
+        return None
+    exit_code, sig = parse_exit_code(kv.get("ExitCode", ""))
+    reason = kv.get("Reason", "").strip()
+    try:
+        restarts = int(kv.get("Restarts", "0"))
+    except ValueError:
+        restarts = 0
+    try:
+        num_nodes = int(kv.get("NumNodes", "").split("-")[0])
+    except ValueError:
+        num_nodes = None
+    return JobRecord(job_id=kv["JobId"], state=base_state(kv.get("JobState", "UNKNOWN")),
+                     reason=None if reason in ("", "None", "(null)") else reason,
+                     exit_code=exit_code, signal=sig, nodes=expand_nodelist(kv.get("NodeList", "")),
+                     num_nodes=num_nodes, restarts=restarts, source="scontrol")
+
+
+def scontrol_job(job_id: str) -> JobRecord | None:
+    proc = _run(["scontrol", "show", "job", "-o", str(job_id)])
+    if proc.returncode != 0:
+        return None  # "Invalid job id specified": purged after MinJobAge
+    return parse_scontrol_job(proc.stdout)
+
+
+# ---- sacct -------------------------------------------------------------------------------------
+ACCOUNTING_DISABLED = "accounting storage is disabled"
+
+
+def parse_sacct(stdout: str, job_id: str) -> JobRecord | None:
+    """``sacct -n -P -X -j ID -o JobID,State,ExitCode,Reason,NodeList,NNodes``; the last record of the
+    job itself (a requeued job has several)."""
+    record = None
+    for line in stdout.splitlines():
+        fields = line.split("|")
+        if len(fields) < 6 or fields[0].strip() != str(job_id):
+            continue
+        exit_code, sig = parse_exit_code(fields[2])
+        reason = fields[3].strip()
+        try:
+            num_nodes = int(fields[5])
+        except ValueError:
+            num_nodes = None
+        record = JobRecord(job_id=fields[0].strip(), state=base_state(fields[1]),
+                           reason=None if reason in ("", "None", "(null)") else reason,
+                           exit_code=exit_code, signal=sig, nodes=expand_nodelist(fields[4]),
+                           num_nodes=num_nodes, source="sacct")
+    return record
+
+
+def sacct(job_id: str) -> JobRecord | None:
+    """The accounting record, or None when accounting is disabled or has no record yet."""
+    if shutil.which("sacct") is None:
+        return None
+    proc = _run(["sacct", "-n", "-P", "-X", "-j", str(job_id), "-o", _SACCT_FIELDS])
+    if proc.returncode != 0:
+        # "Slurm accounting storage is disabled", or slurmdbd down: not an error for the caller
+        return None
+    return parse_sacct(proc.stdout, str(job_id))
+
+
+# ---- scancel / srun ----------------------------------------------------------------------------
+def scancel(job_id: str, signal: str | None = None) -> None:
+    argv = ["scancel"]
+    if signal:
+        argv += [f"--signal={signal}", "--full"]
+    proc = _run([*argv, str(job_id)])
+    if proc.returncode != 0:
+        msg = _first_line(proc.stderr)
+        if "already completing or completed" in msg.lower() or "invalid job id" in msg.lower():
+            return  # nothing left to cancel
+        raise SlurmError(f"scancel {job_id} failed: {msg or proc.returncode}")
+
+
+def srun_overlap(job_id: str, nodes: int, argv: Sequence[str], timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` once on every node of a running job, beside its steps (``--overlap``)."""
+    return _run(["srun", "--overlap", f"--jobid={job_id}", f"--nodes={nodes}", "--ntasks-per-node=1",
+                 f"--ntasks={nodes}", "--label", "--quiet", *argv], timeout=timeout)

@@ -1,0 +1,331 @@
+"""The sbatch submission of a plan, in one of two modes.
+
+- ``srun`` mode: a batch script whose steps each run through ``srun`` (with ``--container-image``,
+  ``--container-mounts`` and ``--container-workdir`` when ``--container`` is given, as both
+  procedures show; plain ``srun`` otherwise).
+- ``ray.sub`` mode: NeMo-RL's own launcher (``sbatch ... ray.sub`` with ``COMMAND``, ``CONTAINER``,
+  ``MOUNTS``); ``COMMAND`` runs a generated driver script inside the Ray head's container.
+
+Either way each step writes ``logs/NN-<step>.log`` and ``logs/NN-<step>.exit`` in the run folder,
+the layout of local runs. Every value is quoted with :func:`shlex.quote`; known roots (the run
+folder, the checkouts, ``HF_HOME``) are written once at the top and referred to as ``${VAR}``
+everywhere else, so the script stays generic.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.errors import SpecError
+from console.redact import MASK, is_secret_name, redact_env
+from console.runs.state import step_log_name
+from console.spec import RunSpec
+
+MODES = ("srun", "ray.sub")
+_NAME_RE = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass
+class Submission:
+    """Everything needed to submit (and to show before submitting)."""
+
+    mode: str
+    script_name: str  # file under <run_dir>/slurm/: job.sbatch (srun) or driver.sh (ray.sub)
+    script_text: str
+    sbatch_args: list[str]  # after "sbatch --parsable"
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for sbatch (ray.sub mode)
+    cwd: str | None = None
+    secret_env: dict[str, str] = field(default_factory=dict, repr=False)  # never written anywhere
+    warnings: list[str] = field(default_factory=list)
+
+    def command_text(self) -> str:
+        """The submission as one shell line (secrets masked), for display and ``slurm/submit.sh``."""
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in redact_env(self.env).items())
+        cmd = shlex.join(["sbatch", "--parsable", *self.sbatch_args])
+        prefix = f"cd {shlex.quote(self.cwd)} && " if self.cwd else ""
+        return prefix + (f"{env} " if env else "") + cmd
+
+    def preview(self) -> str:
+        lines = [f"# rl-console Slurm submission ({self.mode} mode)"]
+        lines += [f"# warning: {w}" for w in self.warnings]
+        lines += [self.command_text(), "", f"# --- slurm/{self.script_name} ---", self.script_text]
+        return "\n".join(lines)
+
+
+def plan_dict(plan: Any) -> dict[str, Any]:
+    """Accept a ``console.plan.Plan`` (``to_dict()``) or its dict form."""
+    if hasattr(plan, "to_dict"):
+        return plan.to_dict()
+    if isinstance(plan, dict):
+        return plan
+    raise SpecError(f"not a plan: {type(plan).__name__}")
+
+
+def step_file_stem(index: int, name: str) -> str:
+    """``NN-<step>`` (1-based NN): the stem of ``logs/NN-<step>.log`` and ``.exit``, as for local runs."""
+    return step_log_name(index - 1, name)[len("logs/"):-len(".log")]
+
+
+def ray_sub_path(spec: RunSpec) -> Path | None:
+    if spec.framework != "nemo-rl" or not spec.repo:
+        return None
+    p = Path(spec.repo) / "ray.sub"
+    return p if p.is_file() else None
+
+
+def choose_mode(spec: RunSpec) -> str:
+    """``ray.sub`` when asked (``spec.extra["slurm_mode"]``), or for a multi-node NeMo-RL run whose
+    checkout has ``ray.sub`` and a container is given; ``srun`` otherwise."""
+    asked = spec.extra.get("slurm_mode")
+    if asked is not None and asked not in MODES:
+        raise SpecError(f"slurm mode {asked!r}: expected one of {', '.join(MODES)}")
+    if asked == "ray.sub":
+        if ray_sub_path(spec) is None:
+            raise SpecError("ray.sub mode needs --framework nemo-rl and a --repo checkout that has ray.sub")
+        if not spec.slurm.container:
+            raise SpecError("ray.sub mode needs --container IMAGE (ray.sub requires CONTAINER)")
+        return "ray.sub"
+    if asked == "srun":
+        return "srun"
+    if spec.slurm.nodes > 1 and ray_sub_path(spec) is not None and spec.slurm.container:
+        return "ray.sub"
+    return "srun"
+
+
+# ---- generic paths ---------------------------------------------------------------------------
+def path_roots(spec: RunSpec, run_dir: Path) -> dict[str, str]:
+    """Variables written once at the top of the script, longest value first."""
+    roots: dict[str, str] = {"RUN_DIR": str(run_dir)}
+    if spec.bridge_repo:
+        roots["BRIDGE_REPO"] = str(spec.bridge_repo)
+    if spec.repo:
+        roots["VERL_REPO" if spec.framework == "verl" else "NEMO_RL_REPO"] = str(spec.repo)
+    if spec.env.get("HF_HOME"):
+        roots["HF_HOME"] = spec.env["HF_HOME"]
+    usable = {k: v.rstrip("/") for k, v in roots.items() if v.startswith("/") and len(v.rstrip("/")) > 1}
+    return dict(sorted(usable.items(), key=lambda kv: -len(kv[1])))
+
+
+def _path_char(ch: str, allowed: str = "") -> bool:
+    """Would ``ch`` continue a path name (so a root next to it is part of a longer path)?"""
+    return ch not in allowed and (ch.isalnum() or ch in "/_.-~")
+
+
+def generic_word(text: str, roots: dict[str, str]) -> str:
+    """One shell word for ``text``: root paths become ``"${VAR}"``, the rest is ``shlex.quote``d."""
+    if not text:
+        return "''"
+    parts: list[str] = []
+    i = 0
+    lit_start = 0
+    while i < len(text):
+        for var, value in roots.items():
+            end = i + len(value)
+            if text.startswith(value, i) and (end == len(text) or not _path_char(text[end], "/")) and (
+                    i == 0 or not _path_char(text[i - 1])):
+                if lit_start < i:
+                    parts.append(shlex.quote(text[lit_start:i]))
+                parts.append(f'"${{{var}}}"')
+                i = end
+                lit_start = i
+                break
+        else:
+            i += 1
+    if lit_start < len(text):
+        parts.append(shlex.quote(text[lit_start:]))
+    return "".join(parts)
+
+
+def _subst_run_dir(value: Any, run_dir: Path) -> Any:
+    if isinstance(value, str):
+        return value.replace("{run_dir}", str(run_dir))
+    if isinstance(value, list):
+        return [_subst_run_dir(v, run_dir) for v in value]
+    if isinstance(value, dict):
+        return {k: _subst_run_dir(v, run_dir) for k, v in value.items()}
+    return value
+
+
+# ---- pieces of the script --------------------------------------------------------------------
+def container_mounts(spec: RunSpec, run_dir: Path) -> list[str]:
+    """``--mounts`` as given, plus the run folder (steps write their logs there) when not covered."""
+    mounts = list(spec.slurm.mounts)
+    if not mounts:
+        for p in (spec.repo, spec.bridge_repo, spec.env.get("HF_HOME")):
+            if p and f"{p}:{p}" not in mounts:
+                mounts.append(f"{p}:{p}")
+    for m in mounts:
+        src = m.split(":", 1)[0].rstrip("/")
+        if src and (str(run_dir) == src or str(run_dir).startswith(src + "/")):
+            break
+    else:
+        mounts.append(f"{run_dir}:{run_dir}")
+    for m in mounts:
+        if not m or m.count(":") not in (1, 2) or not m.split(":", 1)[0]:
+            raise SpecError(f"--mounts {m!r}: expected SRC:DST[:ro]")
+    return mounts
+
+
+def gpus_per_node(spec: RunSpec, steps: list[dict[str, Any]]) -> int:
+    if spec.slurm.gpus_per_node is not None:
+        return max(0, int(spec.slurm.gpus_per_node))
+    wanted = max((int(s.get("gpus") or 0) for s in steps), default=0)
+    nodes = max(1, spec.slurm.nodes)
+    return -(-wanted // nodes)  # ceil
+
+
+def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_prefix: list[str]) -> str:
+    """One step: ``( cd CWD && exec env ... [srun ...] argv ) >log 2>&1`` then its exit file."""
+    stem = step_file_stem(index, step["name"])
+    argv = [str(a) for a in step.get("argv") or []]
+    if not argv:
+        raise SpecError(f"step {step['name']!r} has an empty argv")
+    env = {str(k): str(v) for k, v in (step.get("env") or {}).items()}
+    for key in env:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise SpecError(f"step {step['name']!r}: bad environment name {key!r}")
+    unset = [str(u) for u in step.get("unset") or []]
+    env_words = ["env"] + [w for u in unset for w in ("-u", shlex.quote(u))]
+    env_words += [f"{shlex.quote(k + '=')}{generic_word(v, roots)}" if v else shlex.quote(k + "=")
+                  for k, v in env.items()]
+    words = (env_words if len(env_words) > 1 else []) + [generic_word(a, roots) for a in [*launch_prefix, *argv]]
+    cwd = step.get("cwd") or None
+    cd = f"cd {generic_word(str(cwd), roots)} && " if cwd else ""
+    on_failure = step.get("on_failure") or "stop"
+    log = f'"${{RUN_DIR}}/logs/{stem}.log"'
+    title = str(step.get("title") or step["name"]).replace("\n", " ")
+    return "\n".join([
+        f"# step {index:02d}: {title}",
+        f"step_start {index}",
+        f"( {cd}exec {' '.join(words)} ) >{log} 2>&1 </dev/null",
+        f"step_end {index} $? {shlex.quote(stem)} {shlex.quote(on_failure)}",
+        "",
+    ])
+
+
+_RUNNER_HEAD = r"""set -u
+STOP=0
+FIRST_RC=0
+trap 'STOP=1' TERM INT
+mkdir -p "${RUN_DIR}/logs"
+step_start() { printf '[rl-console] step %s started %s on %s\n' "$1" "$(date +%s)" "$(hostname -s)"; }
+# step_end INDEX RC STEM ON_FAILURE: write the exit file, stop on a failure when asked
+step_end() {
+  printf '%s\n' "$2" >"${RUN_DIR}/logs/.$3.exit.tmp" && mv -f "${RUN_DIR}/logs/.$3.exit.tmp" "${RUN_DIR}/logs/$3.exit"
+  printf '[rl-console] step %s exited %s\n' "$1" "$2"
+  if [ "$STOP" = 1 ]; then exit 143; fi
+  if [ "$2" != 0 ]; then
+    if [ "$FIRST_RC" = 0 ]; then FIRST_RC=$2; fi
+    if [ "$4" = stop ]; then exit "$2"; fi
+  fi
+}
+"""
+
+
+def _runner(plan: dict[str, Any], spec: RunSpec, run_dir: Path, launch_prefix: list[str],
+            header: list[str], workdir_flag: bool = False) -> str:
+    """The step runner script. With ``workdir_flag`` (srun into a container) each step's cwd becomes
+    its ``--container-workdir`` instead of a ``cd``."""
+    roots = path_roots(spec, run_dir)
+    steps = plan.get("steps") or []
+    if not steps:
+        raise SpecError("the plan has no steps to submit")
+    lines = ["#!/bin/bash", *header,
+             "# Generated by rl-console. Paths are set once here; steps refer to them.",
+             *(f"export {var}={shlex.quote(value)}" for var, value in sorted(roots.items())),
+             _RUNNER_HEAD]
+    for i, step in enumerate(steps, start=1):
+        prefix = list(launch_prefix)
+        if workdir_flag and step.get("cwd"):
+            prefix.append(f"--container-workdir={step['cwd']}")
+            step = {**step, "cwd": None}
+        lines.append(_step_block(i, step, roots, prefix))
+    lines.append("printf '[rl-console] all steps done, first failure rc=%s\\n' \"$FIRST_RC\"")
+    lines.append("exit 0")
+    return "\n".join(lines) + "\n"
+
+
+def split_secrets(plan: dict[str, Any], spec: RunSpec) -> tuple[dict[str, Any], dict[str, str]]:
+    """Take secret env values out of the steps: they travel in sbatch's environment (Slurm passes the
+    submitting environment to the job), never in the script. A masked value (``***``) is dropped, so
+    the job inherits the variable from the submitting shell."""
+    secrets = {k: v for k, v in spec.env.items() if is_secret_name(k) and v and v != MASK}
+    steps = []
+    for step in plan.get("steps") or []:
+        env = {}
+        for key, value in (step.get("env") or {}).items():
+            if is_secret_name(str(key)):
+                if value and value != MASK:
+                    secrets[str(key)] = str(value)
+            else:
+                env[key] = value
+        steps.append({**step, "env": env})
+    return {**plan, "steps": steps}, secrets
+
+
+def sbatch_resource_args(spec: RunSpec, steps: list[dict[str, Any]], job_name: str) -> list[str]:
+    o = spec.slurm
+    if o.nodes < 1:
+        raise SpecError(f"--nodes {o.nodes}: must be at least 1")
+    args = [f"--job-name={job_name}", f"--nodes={o.nodes}"]
+    for flag, value in (("--partition", o.partition), ("--account", o.account), ("--time", o.time)):
+        if value:
+            if value.startswith("-") or any(c.isspace() for c in value):
+                raise SpecError(f"{flag} {value!r}: not a valid value")
+            args.append(f"{flag}={value}")
+    gpus = gpus_per_node(spec, steps)
+    if gpus:
+        args.append(f"--gres=gpu:{gpus}")
+    return args
+
+
+def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
+    """Build the submission for ``plan`` (writes nothing)."""
+    run_dir = Path(run_dir).resolve()
+    pd, secrets = split_secrets(_subst_run_dir(plan_dict(plan), run_dir), spec)
+    steps = pd.get("steps") or []
+    mode = choose_mode(spec)
+    job_name = "rlc-" + _NAME_RE.sub("-", run_dir.name.lower()).strip("-")[:60]
+    out_file = str(run_dir / "logs" / "slurm-%j.out")
+    resources = sbatch_resource_args(spec, steps, job_name)
+    warnings: list[str] = []
+    if mode == "srun":
+        prefix = ["srun", "--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1"]
+        if spec.slurm.container:
+            prefix += [f"--container-image={spec.slurm.container}",
+                       f"--container-mounts={','.join(container_mounts(spec, run_dir))}"]
+        where = "in the container " if spec.slurm.container else ""
+        text = _runner(pd, spec, run_dir, prefix,
+                       [f"# Each step runs as one srun task {where}on the first node of the allocation."],
+                       workdir_flag=bool(spec.slurm.container))
+        if spec.slurm.nodes > 1:
+            warnings.append("srun mode runs each step on the first node of the allocation; multi-node "
+                            "NeMo-RL runs should use ray.sub (--framework nemo-rl, a checkout with ray.sub, "
+                            "--container)")
+        script_path = run_dir / "slurm" / "job.sbatch"
+        args = [*resources, f"--output={out_file}", "--no-requeue", "--kill-on-invalid-dep=yes",
+                f"--chdir={run_dir}", str(script_path)]
+        return Submission(mode="srun", script_name="job.sbatch", script_text=text, sbatch_args=args,
+                          secret_env=secrets, warnings=warnings)
+    # ray.sub mode: the driver script runs inside the head container, steps without srun
+    ray_sub = ray_sub_path(spec)
+    assert ray_sub is not None
+    header = ["# Runs inside the Ray head container started by ray.sub (COMMAND)."]
+    text = _runner(pd, spec, run_dir, [], header)
+    driver = run_dir / "slurm" / "driver.sh"
+    gpus = gpus_per_node(spec, steps)
+    env = {
+        "COMMAND": shlex.join(["bash", str(driver)]),
+        "CONTAINER": str(spec.slurm.container),
+        "MOUNTS": ",".join(container_mounts(spec, run_dir)),
+        "BASE_LOG_DIR": str(run_dir),
+    }
+    if gpus:
+        env["GPUS_PER_NODE"] = str(gpus)
+    args = [*resources, f"--output={out_file}", "--no-requeue", str(ray_sub)]
+    return Submission(mode="ray.sub", script_name="driver.sh", script_text=text, sbatch_args=args,
+                      env=env, secret_env=secrets, cwd=str(Path(spec.repo or ".")), warnings=warnings)

@@ -1,0 +1,52 @@
+"""What a Slurm job state means for the run: phase, verdict and advice (data: catalog/slurm.toml)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+CATALOG = Path(__file__).resolve().parents[2] / "catalog" / "slurm.toml"
+
+
+@dataclass(frozen=True)
+class StateMeaning:
+    phase: str  # queued | active | done | unknown
+    verdict: str | None  # steps | Fail | Blocked | Cancelled | None (not done)
+    advice: str | None = None
+
+
+@lru_cache(maxsize=1)
+def _catalog() -> dict[str, Any]:
+    with open(CATALOG, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def meaning(state: str) -> StateMeaning:
+    entry = _catalog()["states"].get(state.upper())
+    if entry is None:
+        return StateMeaning(phase="unknown", verdict=None)
+    return StateMeaning(phase=entry["phase"], verdict=entry.get("verdict"), advice=entry.get("advice"))
+
+
+def never_runs(reason: str | None) -> bool:
+    """True when a PENDING job waits for something that cannot happen (a partition limit...)."""
+    if not reason:
+        return False
+    return any(reason == r or reason.startswith(r + ",") or reason.startswith(r + ":")
+               for r in _catalog()["pending"]["never_runs"])
+
+
+def pending_advice(reason: str) -> str:
+    return str(_catalog()["pending"]["advice"]).format(reason=reason)
+
+
+def pending_grace_s() -> float:
+    return float(_catalog()["pending"].get("grace_s", 5))
+
+
+def failed_before_any_step() -> StateMeaning:
+    entry = _catalog()["failed_before_any_step"]
+    return StateMeaning(phase="done", verdict=entry["verdict"], advice=entry.get("advice"))
