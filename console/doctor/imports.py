@@ -87,6 +87,8 @@ def judge_import(ctx: DoctorContext, check_id: str, where: str, probe: ProbeResu
     if "no_ray" in answer:
         return finding(check_id, "no_ray", f"{where}: {answer['no_ray']}", python=ctx.python)
     if "ray_failed" in answer:
+        if "InvalidAuthToken" in probe.stderr_tail:
+            suffix += "; the cluster uses token authentication (RAY_AUTH_TOKEN / ~/.ray/auth_token, RAY_AUTH_MODE)"
         return finding(check_id, "ray_failed", f"{where}: {answer['ray_failed']}{suffix}")
     if "file" in answer and answer["file"]:
         path = str(answer["file"])

@@ -40,12 +40,13 @@ def current_cluster_file(ctx: DoctorContext) -> Path:
 def detect_cluster(ctx: DoctorContext) -> RayCluster:
     lister = ctx.probes.processes or ray_processes
     procs = [(pid, name) for pid, name in lister() if name in RAY_PROCESS_NAMES]
+    names = ", ".join(f"{name} (pid {pid})" for pid, name in procs[:6])
     explicit = ctx.env.get("RAY_ADDRESS")
     if explicit:
-        return RayCluster(True, explicit, [p for p, _ in procs], f"RAY_ADDRESS={explicit}")
+        return RayCluster(True, explicit, [p for p, _ in procs],
+                          f"RAY_ADDRESS={explicit}; " + (names or "no gcs_server/raylet process on this node"))
     if not procs:
         return RayCluster(False, None, [], "no gcs_server/raylet process on this node")
-    names = ", ".join(f"{name} (pid {pid})" for pid, name in procs[:6])
     marker = current_cluster_file(ctx)
     try:
         bootstrap = marker.read_text().strip() if marker.is_file() else ""
@@ -59,7 +60,6 @@ def detect_cluster(ctx: DoctorContext) -> RayCluster:
 def check_stale_ray(ctx: DoctorContext) -> dict[str, Any]:
     cluster = detect_cluster(ctx)
     if not cluster.pids:
-        return finding(CHECK_ID, "ok", cluster.evidence if not cluster.running else
-                       f"{cluster.evidence}; no Ray process on this node")
+        return finding(CHECK_ID, "ok", cluster.evidence)
     return finding(CHECK_ID, "running", cluster.evidence,
                    make_remedy(commands=[["ray", "stop", "--force"]]))
