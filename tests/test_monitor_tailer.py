@@ -253,3 +253,34 @@ def test_follow_latency_and_stop(tmp_path: Path) -> None:
     assert got and got[0][1].text == "ping"
     # inotify wakes us well before the 5 s polling fallback
     assert got[0][0] - sent < 2.0
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(
+    [b"a", b"line", b"\n", b"\r", b"\x1b[31m", b"\x1b[0m", b"\xff", b"\x00", "é".encode(), b"\xc3",
+     b"Training Progress:  50%|#####     | 1/2 [00:01<00:01,  1.00s/it]", b"step:1 - x:1"]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(_PIECES, max_size=60).map(b"".join), cuts=st.lists(st.integers(0, 400), max_size=8))
+def test_chunking_does_not_change_lines(tmp_path: Path, data: bytes, cuts: list[int]) -> None:
+    """However the writer's appends are split, the complete lines read are the same."""
+    whole = tmp_path / "whole.log"
+    whole.write_bytes(data)
+    expected = [(ln.lineno, ln.text) for ln in _drain(Tailer(whole)) if not ln.partial]
+    inc = tmp_path / "inc.log"
+    inc.write_bytes(b"")
+    t = Tailer(inc)
+    got: list[LogLine] = []
+    prev = 0
+    for c in sorted({min(c, len(data)) for c in cuts} | {len(data)}):
+        with open(inc, "ab") as fh:
+            fh.write(data[prev:c])
+        prev = c
+        got += t.poll()
+    assert [(ln.lineno, ln.text) for ln in got if not ln.partial] == expected
+    inc.unlink()
+    whole.unlink()
