@@ -40,6 +40,12 @@ def test_known_keys_pass_unknown_refused_with_did_you_mean(nemo):
         validate_overrides(["token_capture.enabled=true"], repo, CFG)
 
 
+def test_repo_alone_finds_the_level0_config(nemo):
+    with pytest.raises(SpecError, match="did you mean 'grpo.max_num_steps'"):
+        validate_overrides(["grpo.max_num_step=3"], repo=nemo[1])
+    assert validate_overrides(["grpo.max_num_steps=3"], repo=nemo[1]) == []
+
+
 def test_plus_and_double_plus(nemo):
     repo = nemo[1]
     assert validate_overrides(["+token_capture.enabled=true"], repo, CFG) == []

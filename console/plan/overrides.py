@@ -170,8 +170,9 @@ def validate_overrides(overrides: list[str], repo: str | None = None, config: st
                        *, unquoted_script: str | None = None) -> list[str]:
     """Check user overrides; raise SpecError (one line) on the first bad one, return warnings.
 
-    ``config`` is the YAML to check keys against (relative to ``repo`` unless absolute). Without it,
-    or when it cannot be read, only the syntax is checked (and a warning says so when one was named).
+    ``config`` is the YAML to check keys against (relative to ``repo`` unless absolute); with only
+    ``repo``, the catalog's Level 0 config found in it is used. Without either, or when it cannot be
+    read, only the syntax is checked (and a warning says so when one was named).
     ``unquoted_script`` names a wrapper that forwards ``$@`` unquoted: whitespace is then refused.
     """
     warnings: list[str] = []
@@ -182,6 +183,8 @@ def validate_overrides(overrides: list[str], repo: str | None = None, config: st
         if unquoted_script:
             warnings.extend(check_unquoted(text, unquoted_script))
         parsed.append(parse_override(text))
+    if config is None and repo:
+        config = default_config(repo)
     if config:
         path = Path(config) if Path(config).is_absolute() or repo is None else Path(repo) / config
         try:
@@ -191,6 +194,19 @@ def validate_overrides(overrides: list[str], repo: str | None = None, config: st
         else:
             warnings.extend(check_keys(parsed, cfg, config))
     return warnings
+
+
+def default_config(repo: str) -> str | None:
+    """The config of the first Level 0 training step of a framework whose config exists in ``repo``."""
+    from console.catalog import known_frameworks, load_framework
+
+    for name in known_frameworks():
+        cat = load_framework(name)
+        for level in cat.levels:
+            for st in level.steps:
+                if st.kind == "train" and st.config and (Path(repo) / st.config).is_file():
+                    return st.config
+    return None
 
 
 def effective_values(args: list[str]) -> dict[str, str]:
