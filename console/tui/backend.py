@@ -40,8 +40,9 @@ def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
     return _get("console.plan", "validate_overrides")(overrides, repo=repo)
 
 
-def touch_questions(framework: str) -> Any:
-    return _get("console.plan", "touch_questions")(framework)
+def touched_areas() -> list[tuple[str, str]]:
+    """(id, label) answers of "what did your change touch?"."""
+    return list(_get("console.plan", "touched_areas")())
 
 
 def run_doctor(spec: Any, plan: Any) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def run_doctor(spec: Any, plan: Any) -> dict[str, Any]:
 
 
 def start_run(spec: Any, plan: Any = None) -> Path:
-    return Path(_get("console.runs.launch", "start_run")(spec, plan))
+    return Path(_get("console.runs.launch", "start_run")(spec, plan=plan))
 
 
 def cancel_run(run_dir: Path, grace: float = 10.0) -> Any:
@@ -72,9 +73,17 @@ def render_report(run_dir: Path) -> str:
     return _get("console.report", "render_markdown")(run_dir)
 
 
-def host_sampler(paths: list[str]) -> Any:
+def host_sampler(run_dir: Path) -> Any:
+    paths = _get("console.monitor.host", "default_disk_paths")(run_dir)
     return _get("console.monitor.host", "HostSampler")(paths)
 
 
 def gpu_sampler() -> Any:
     return _get("console.monitor.gpu", "GpuSampler")()
+
+
+def as_data(sample: Any) -> dict[str, Any]:
+    """A sampler's snapshot as the event payload dict (``to_event_data``), or the dict itself."""
+    if hasattr(sample, "to_event_data"):
+        return dict(sample.to_event_data())
+    return dict(sample) if isinstance(sample, dict) else {}

@@ -52,7 +52,7 @@ def _bar(used: float, total: float, width: int = 20) -> str:
 def _metric_order(name: str) -> tuple[int, str]:
     short = name.rsplit("/", 1)[-1]
     for i, key in enumerate(KEY_METRICS):
-        if key in short:
+        if short == key or short.endswith("_" + key):
             return (i, name)
     return (len(KEY_METRICS), name)
 
@@ -102,6 +102,7 @@ class MonitorScreen(Screen[None]):
         self._metric_gen = 0
         self._host: dict[str, Any] = {}
         self._gpu: list[dict[str, Any]] = []
+        self._gpu_reason = ""
         self._verdict: dict[str, Any] | None = None
         self._verdict_for: str | None = None
         self._findings_sig: tuple[int, str | None] = (-1, None)
@@ -192,7 +193,7 @@ class MonitorScreen(Screen[None]):
         worker = get_current_worker()
         paths = [str(self.run_dir)]
         try:
-            host = backend.host_sampler(paths)
+            host = backend.host_sampler(self.run_dir)
         except Exception:  # noqa: BLE001 - fall back to psutil below
             host = None
         try:
@@ -203,16 +204,18 @@ class MonitorScreen(Screen[None]):
             host_data: dict[str, Any] = {}
             gpu_data: list[dict[str, Any]] = []
             try:
-                host_data = host.sample() if host is not None else _psutil_host(paths)
+                host_data = backend.as_data(host.sample()) if host is not None else _psutil_host(paths)
             except Exception:  # noqa: BLE001
                 host_data = _psutil_host(paths)
             if gpu is not None:
                 try:
-                    sample = gpu.sample()
-                    gpu_data = list(sample.get("devices", []) if isinstance(sample, dict) else sample or [])
-                except Exception:  # noqa: BLE001 - lost GPU / no driver: nothing to show
+                    sample = backend.as_data(gpu.sample())
+                    gpu_data = list(sample.get("devices") or [])
+                    self._gpu_reason = str(sample.get("reason") or "")
+                except Exception as exc:  # noqa: BLE001 - lost GPU / no driver: say why
                     gpu_data = []
-            self.post_message(HostSampled(host_data if isinstance(host_data, dict) else {}, gpu_data))
+                    self._gpu_reason = str(exc)
+            self.post_message(HostSampled(host_data, gpu_data))
             worker.cancelled_event.wait(HOST_POLL_S)
 
     @work(thread=True, exclusive=True, group="monitor-verdict")
@@ -344,7 +347,7 @@ class MonitorScreen(Screen[None]):
                 continue
             step, value = series[-1]
             try:
-                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(f"{name[-20:]}\n{value:.4g} @ {step}")
+                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(f"{name if len(name) <= 32 else '…' + name[-31:]}\n{value:.4g} @ {step}")
                 self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = [v for _, v in series[-120:]]
             except Exception:  # noqa: BLE001 - rows are being (re)mounted; next update fills them
                 pass
@@ -386,16 +389,22 @@ class MonitorScreen(Screen[None]):
         lines = Text()
         lines.append("GPUs\n", style="bold")
         if not gpu:
-            lines.append("  no GPU data (no NVML on this host, or the run reports none)\n", style="dim")
+            why = self._gpu_reason or "the run reports none"
+            lines.append(f"  no GPU data ({why})\n", style="dim")
         for dev in gpu:
             used, total = float(dev.get("mem_used") or 0), float(dev.get("mem_total") or 0)
             lines.append(f"  {dev.get('index', '?')} {str(dev.get('name', ''))[:18]:18} ")
+            if dev.get("lost"):
+                lines.append("lost (fell off the bus?)\n", style="bold red")
+                continue
             lines.append(_bar(used, total), style="cyan")
-            lines.append(f" {human_bytes(used)}/{human_bytes(total)} util {dev.get('util', '?')}%\n")
+            util = dev.get("util")
+            lines.append(f" {human_bytes(used)}/{human_bytes(total)} util "
+                         f"{'n/a' if util is None else str(util) + '%'}{' MIG' if dev.get('mig') else ''}\n")
             for proc in dev.get("procs") or []:
                 mark = "*" if proc.get("ours") else " "
-                lines.append(f"     {mark} pid {proc.get('pid')} {human_bytes(proc.get('mem'))}\n",
-                             style="bold" if proc.get("ours") else "dim")
+                lines.append(f"     {mark} pid {proc.get('pid')} {str(proc.get('name') or '')[:20]} "
+                             f"{human_bytes(proc.get('mem'))}\n", style="bold" if proc.get("ours") else "dim")
         self.query_one("#gpu-panel", Static).update(lines)
         htext = Text()
         htext.append("Host\n", style="bold")

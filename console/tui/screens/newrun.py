@@ -139,13 +139,11 @@ class NewRunScreen(Screen[None]):
                 prompt.append(f"\n   proves: {proves}", style="dim")
             levels_list.add_option((prompt, number, number == 0))
         try:
-            questions = list(backend.touch_questions(framework))
+            questions = backend.touched_areas()
         except Exception:  # noqa: BLE001 - no questions in this catalog
             questions = []
-        for q in questions:
-            key = str(_field(q, "id", "key", default=q))
-            text = str(_field(q, "question", "text", "title", default=key))
-            touched.add_option((text, key))
+        for key, label in questions:
+            touched.add_option((str(label), str(key)))
         touched.display = bool(questions)
 
     def on_select_changed(self, event: Select.Changed) -> None:
