@@ -6,6 +6,7 @@ only for the last test, which kills slurmd (it restarts it afterwards).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -164,27 +165,47 @@ def test_cancel_a_running_job(cluster: SlurmCluster, tmp_path: Path) -> None:
              timeout=15, what="the step's process to end")
 
 
-def test_reattach_after_the_console_is_killed(cluster: SlurmCluster, tmp_path: Path) -> None:
-    run_dir, spec, plan = make_run(tmp_path, [
-        {"name": "slow", "argv": ["sh", "-c", "echo started; sleep 3; echo done"]},
-    ])
-    submit(run_dir, spec, plan)
-    # the "console": a detached follower, killed mid-job
-    pid = backend.start_follower(run_dir)
-    assert pid is not None
+def test_start_run_then_reattach_after_the_console_is_killed(cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Through the runs engine: start_run submits and starts the detached follower; killing it
+    (the console's side of the run) leaves the job running; attach restarts it from state.json."""
+    from console.runs.follow import follow_run
+    from console.runs.launch import start_run
+
+    spec = RunSpec(framework="demo", launcher="slurm", runs_dir=str(tmp_path),
+                   extra={"slurm_gpu_sampling": False})
+    plan = {"steps": [{"name": "slow", "argv": ["sh", "-c", "echo started; sleep 3; echo done"],
+                       "cwd": str(tmp_path), "env": {}, "gpus": 0}]}
+    run_dir = start_run(spec, plan=plan)
+    state = read_state(run_dir)
+    assert state["launcher"] == "slurm" and state["slurm_job_id"]
+    pid = state["follower_pid"]
     wait_for(lambda: read_state(run_dir).get("status") == "running", what="running")
     assert backend.start_follower(run_dir) is None  # one follower at a time
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not backend.follower_running(run_dir), what="the follower's lock to drop")
     assert read_state(run_dir)["status"] == "running"
     # a new console reattaches from the job id kept in state.json
-    pid2 = backend.start_follower(run_dir)
-    assert pid2 is not None and pid2 != pid
-    final = wait_for(lambda: (st := read_state(run_dir)) and st["status"] in ("passed", "failed") and st,
-                     timeout=60, what="the verdict")
-    assert final["verdict"] == "Pass"
+    out = io.StringIO()
+    assert follow_run(run_dir, out=out, poll_s=0.2) == 0
+    final = read_state(run_dir)
+    assert final["verdict"] == "Pass" and final["follower_pid"] != pid
     assert "done" in (run_dir / "logs" / "01-slow.log").read_text()
-    assert final["slurm_job_id"]
+
+
+def test_cancel_run_of_the_runs_engine_scancels(cluster: SlurmCluster, tmp_path: Path) -> None:
+    from console.runs.cancel import cancel_run
+    from console.runs.launch import start_run
+
+    spec = RunSpec(framework="demo", launcher="slurm", runs_dir=str(tmp_path),
+                   extra={"slurm_gpu_sampling": False})
+    plan = {"steps": [{"name": "long", "argv": ["sleep", "120"], "cwd": str(tmp_path), "env": {}, "gpus": 0}]}
+    run_dir = start_run(spec, plan=plan)
+    job_id = read_state(run_dir)["slurm_job_id"]
+    wait_for(lambda: (run_dir / "logs" / "01-long.log").exists(), what="the step to start")
+    assert cancel_run(run_dir, grace=2) is True
+    final = read_state(run_dir)
+    assert final["verdict"] == "Cancelled" and final["steps"][0]["status"] == "cancelled"
+    assert backend.poll(job_id).state == "CANCELLED"
 
 
 def test_job_that_can_never_start_is_blocked(cluster: SlurmCluster, tmp_path: Path) -> None:

@@ -107,6 +107,8 @@ def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
         s["cancel_grace"] = grace
 
     state = update_state(run_dir, ask)
+    if state.get("launcher") == "slurm":
+        return _cancel_slurm(run_dir, grace)
     sup = state.get("supervisor_pid")
     # the supervisor escalates by itself; give it the three grace periods plus slack
     deadline = time.monotonic() + 3 * grace + 15.0
@@ -137,3 +139,19 @@ def mark_cancelled(state: dict[str, Any], reason: str = "run cancelled") -> None
             step["status"] = "skipped"
             step["reason"] = reason
     state.update(status="cancelled", verdict="Cancelled", ended=state.get("ended") or now)
+
+
+def _cancel_slurm(run_dir: Path, grace: float) -> bool:
+    """``scancel`` the run's job, then wait for the follower (or follow here) to record the end."""
+    from console.runs.slurm.backend import cancel_run as cancel_slurm_run
+    from console.runs.slurm.backend import follow, follower_running
+
+    cancel_slurm_run(run_dir)
+    deadline = time.monotonic() + 3 * grace + 15.0
+    if not follower_running(run_dir):
+        follow(run_dir, poll_s=0.5, max_s=3 * grace + 15.0)
+    while not is_finished(read_state(run_dir)) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    if not is_finished(read_state(run_dir)):
+        update_state(run_dir, mark_cancelled)
+    return True

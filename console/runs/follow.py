@@ -25,9 +25,9 @@ POLL_S = 0.2
 PROGRESS_EVERY_S = 1.0
 
 
-def format_progress(ev_data: dict[str, Any], step_name: str | None) -> str:
+def format_progress(number: Any, ev_data: dict[str, Any], step_name: str | None) -> str:
     total = ev_data.get("total")
-    where = f"{ev_data.get('step')}/{total}" if total else f"{ev_data.get('step')}"
+    where = f"{number}/{total}" if total else f"{number}"
     eta = ev_data.get("eta_s")
     eta_txt = f" eta {int(round(float(eta)))}s" if isinstance(eta, int | float) else ""
     return f"[step {where}{eta_txt}] {step_name or ''}".rstrip()
@@ -69,12 +69,18 @@ class Follower:
 
     def _progress_lines(self, state: dict[str, Any]) -> list[str]:
         events, self.events_offset = read_events(self.run_dir / "events.jsonl", self.events_offset)
+        steps = state.get("steps", [])
+        current = state.get("current_step") or 0
+        running = steps[current]["name"] if 0 <= current < len(steps) else None
         for ev in events:
             if ev.type == "progress":
-                key = (ev.step, ev.data.get("step"), ev.data.get("total"))
+                # a progress payload's "step" (training step) shares the JSON key with the plan step
+                number = ev.data.get("step", ev.step if isinstance(ev.step, int) else None)
+                name = ev.step if isinstance(ev.step, str) else running
+                key = (name, number, ev.data.get("total"))
                 if key != self.last_progress:
                     self.last_progress = key
-                    self.pending_progress = format_progress(ev.data, ev.step)
+                    self.pending_progress = format_progress(number, ev.data, name)
         now = time.monotonic()
         if self.pending_progress and now - self.last_progress_t >= PROGRESS_EVERY_S:
             self.last_progress_t = now
@@ -132,6 +138,10 @@ def follow_run(run_dir: Path, out: TextIO | None = None, stop: threading.Event |
                poll_s: float = POLL_S) -> int:
     """Print the run until it ends (or ``stop`` is set); return the exit code for its verdict."""
     out = out or sys.stdout
+    if read_state(Path(run_dir)).get("launcher") == "slurm":
+        from console.runs.slurm.backend import start_follower
+
+        start_follower(Path(run_dir))  # reattach: no-op while one runs or once the job has ended
     follower = Follower(run_dir)
     while True:
         lines = follower.poll()

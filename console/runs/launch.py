@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,8 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     write_json_atomic(run_dir / "plan.json", _redacted_plan(plan_dict))
     linked = spec.extra.get("linked_from")
     write_state(run_dir, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+    if spec.launcher == "slurm":
+        return _start_slurm(run_dir, plan_dict, spec)
     env = dict(os.environ)
     if secrets["env"] or secrets["argv"]:
         env[SECRETS_ENV] = json.dumps(secrets)
@@ -129,4 +132,21 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
             start_new_session=True, env=env, close_fds=True,
         )
     update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or proc.pid))
+    return run_dir
+
+
+def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Path:
+    """Slurm launcher: sbatch the plan, keep the job id in state.json, start the detached follower."""
+    from console.errors import ConsoleError
+    from console.runs.slurm.backend import start_follower, submit
+
+    try:
+        job_id = submit(run_dir, plan_dict, spec)
+    except ConsoleError as exc:
+        why = str(exc)
+        update_state(run_dir, lambda s: s.update(status="blocked", verdict="Blocked", ended=time.time(),
+                                                 slurm_reason=why))
+        raise
+    update_state(run_dir, lambda s: s.update(slurm_job_id=job_id))
+    start_follower(run_dir)
     return run_dir
