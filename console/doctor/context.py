@@ -121,8 +121,10 @@ class DoctorContext:
         value = self.setting(name) or default
         if not value:
             return None
-        value = value.replace("{model}", self.model() or "")
-        return Path(expand(value, self.env)).expanduser()
+        value = expand(value.replace("{model}", self.model() or ""), self.env)
+        if (value == "~" or value.startswith("~/")) and self.env.get("HOME"):
+            value = self.env["HOME"] + value[1:]
+        return Path(value).expanduser()
 
     def model(self) -> str | None:
         """The model id or path the run uses."""
