@@ -2,6 +2,8 @@
 
 Every event is one JSON object per line in the run's ``events.jsonl``:
 ``{"t": <unix time>, "type": "<kind>", "step": "<plan step name or null>", ...payload}``.
+When the payload has its own ``step`` (progress, metrics: the iteration number), the payload's
+value is written as ``step`` and the plan step name as ``plan_step``; ``from_dict`` undoes this.
 
 Kinds and their payload keys (all optional unless noted):
 - ``progress``: step (int, required), total (int|None), eta_s (float|None), step_time_s,
@@ -36,13 +38,18 @@ class Event:
     t: float = field(default_factory=time.time)
 
     def to_json(self) -> str:
-        obj = {"t": round(self.t, 3), "type": self.type, "step": self.step}
+        obj: dict[str, Any] = {"t": round(self.t, 3), "type": self.type, "step": self.step}
+        if "step" in self.data:
+            obj["plan_step"] = self.step
         obj.update(self.data)
         return json.dumps(obj, separators=(",", ":"), default=str)
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> Event:
         obj = dict(obj)
+        if "plan_step" in obj:
+            plan_step = obj.pop("plan_step")
+            return cls(type=obj.pop("type", "?"), step=plan_step, t=obj.pop("t", 0.0), data=obj)
         return cls(type=obj.pop("type", "?"), step=obj.pop("step", None), t=obj.pop("t", 0.0), data=obj)
 
 
