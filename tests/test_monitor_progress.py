@@ -215,3 +215,14 @@ def test_eta_and_stall() -> None:
     assert d.check(161.0) is not None
     with pytest.raises(ValueError):
         StallDetector(0)
+
+
+def test_event_roundtrip_keeps_plan_step_and_iteration() -> None:
+    import json
+
+    e = Event("progress", step="l0-grpo", data={"step": 3, "total": 5})
+    back = Event.from_dict(json.loads(e.to_json()))
+    assert back.step == "l0-grpo" and back.data == {"step": 3, "total": 5}
+    assert json.loads(e.to_json())["step"] == 3  # readers of the JSON see the iteration number
+    phase = Event.from_dict(json.loads(Event("phase", step="l0", data={"name": "x"}).to_json()))
+    assert phase.step == "l0" and phase.data == {"name": "x"}
