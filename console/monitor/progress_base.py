@@ -20,6 +20,8 @@ _NUM_RE = re.compile(r"^(?:np\.\w+\()?\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\
 def strip_prefixes(text: str) -> str:
     """Remove leading script labels and Ray actor prefixes (in any order, a few deep)."""
     for _ in range(4):
+        if not text or text[0] not in "[(":
+            return text
         m = _LABEL_RE.match(text) or _RAY_RE.match(text)
         if m is None:
             return text

@@ -273,6 +273,9 @@ class Tailer:
                 for text in clean_segments(line[i : i + limit]):
                     out.append(LogLine(lineno, text, offset, True))
             return
+        if b"\r" not in line and b"\x1b" not in line and b"\x00" not in line:
+            out.append(LogLine(lineno, line.decode("utf-8", errors="replace"), offset, truncated))
+            return
         for text in clean_segments(line):
             out.append(LogLine(lineno, text, offset, truncated))
 
