@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from slurm_cluster import SlurmCluster, skip_reason
 
@@ -161,8 +162,10 @@ def test_cancel_a_running_job(cluster: SlurmCluster, tmp_path: Path) -> None:
     assert final["slurm_state"] == "CANCELLED"
     assert [s["status"] for s in final["steps"]] == ["cancelled", "cancelled"]
     # the step's process is gone
-    wait_for(lambda: subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1,
-             timeout=15, what="the step's process to end")
+    def step_gone() -> bool:
+        return not any(marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE
+                       for p in psutil.process_iter(["cmdline", "status"]))
+    wait_for(step_gone, timeout=15, what="the step's process to end")
 
 
 def test_start_run_then_reattach_after_the_console_is_killed(cluster: SlurmCluster, tmp_path: Path) -> None:

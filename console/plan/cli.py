@@ -35,6 +35,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     fmt = "json" if getattr(args, "json", False) else (getattr(args, "format", None) or "text")
     if fmt == "json":
         sys.stdout.write(json.dumps(plan.to_dict(), indent=2) + "\n")
+    elif fmt == "sh" and spec.launcher == "slurm":
+        from pathlib import Path
+
+        from console.runs.slurm.script import render  # the sbatch submission, as it would be sent
+
+        run_dir = Path(spec.runs_dir).expanduser().resolve() / "RUN-ID"
+        sys.stdout.write(render(run_dir, plan, spec).preview())
     elif fmt == "sh":
         sys.stdout.write(render_sh(plan))
     else:
