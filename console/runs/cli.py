@@ -1,0 +1,189 @@
+"""CLI handlers for runs: ``run``, ``ls``, ``show``, ``attach``, ``cancel``, ``demo``, ``replay``.
+
+Each has the signature ``(args: argparse.Namespace) -> int`` (the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from console import exitcodes
+from console.errors import ConsoleError, SpecError
+from console.runs.cancel import cancel_run
+from console.runs.follow import follow_run
+from console.runs.launch import start_run
+from console.runs.state import is_finished, read_state
+from console.runs.store import RunStore
+from console.spec import RunSpec, default_runs_dir, spec_from_args
+
+
+def _runs_dir(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "runs_dir", None) or default_runs_dir()).expanduser()
+
+
+def _exit_for(run_dir: Path) -> int:
+    state = read_state(run_dir)
+    return exitcodes.for_verdict(state.get("verdict")) if is_finished(state) else exitcodes.PASS
+
+
+def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
+    """Follow a run: the TUI's monitor when it is there and not ``headless``; else headless lines."""
+    if not headless:
+        try:
+            from console.tui.launch import open_run
+        except ImportError:
+            open_run = None
+        if open_run is not None:
+            open_run(run_dir, runs_dir)
+            return _exit_for(run_dir)
+    try:
+        return follow_run(run_dir)
+    except KeyboardInterrupt:
+        print(f"\ndetached; the run goes on. Reattach: rl-console attach {run_dir.name}", file=sys.stderr)
+        return exitcodes.CANCELLED
+
+
+def _doctor(spec: RunSpec, plan: Any) -> dict[str, Any] | None:
+    try:
+        from console.doctor.preflight import blocks, preflight
+    except ImportError:
+        return None
+    result = preflight(spec, plan, None)
+    if blocks(result):
+        for check in result.get("checks", []):
+            if check.get("status") == "block":
+                print(f"doctor: {check.get('id')}: {check.get('evidence')}", file=sys.stderr)
+                if check.get("advice"):
+                    print(f"  advice: {check['advice']}", file=sys.stderr)
+        raise _Blocked("preflight checks block this run (rerun with --no-doctor to start anyway)")
+    return result
+
+
+class _Blocked(ConsoleError):
+    exit_code = exitcodes.BLOCKED
+
+
+def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bool = True) -> Path:
+    if plan is None:
+        from console.plan import build_plan
+
+        plan = build_plan(spec)
+    result = _doctor(spec, plan) if doctor and not getattr(args, "no_doctor", False) else None
+    run_dir = start_run(spec, plan=plan)
+    if result is not None:
+        try:
+            from console.doctor.preflight import write_doctor_json
+
+            write_doctor_json(run_dir, result)
+        except (ImportError, OSError):
+            pass
+    return run_dir
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    run_dir = _start(spec, args)
+    print(f"run {run_dir.name} started: {run_dir}", file=sys.stderr if not args.detach else sys.stdout)
+    if args.detach:
+        return exitcodes.PASS
+    return _watch(run_dir, Path(spec.runs_dir), args.headless)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from console.plan import build_plan
+
+    spec = RunSpec(framework="demo", levels=[0], variants=list(args.variants or []),
+                   runs_dir=str(_runs_dir(args)))
+    if args.device:
+        if args.device not in ("auto", "cpu", "cuda"):
+            raise SpecError(f"--device {args.device!r}: expected cpu, cuda or auto")
+        spec.extra["device"] = args.device
+    plan = build_plan(spec)
+    if args.device:
+        for step in plan.steps:
+            if "console.demo.grpo" in step.argv and "--device" not in step.argv:
+                step.argv += ["--device", args.device]
+    run_dir = _start(spec, args, plan=plan, doctor=False)
+    print(f"demo run {run_dir.name} started: {run_dir}", file=sys.stderr)
+    return _watch(run_dir, _runs_dir(args), args.headless)
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    rows = RunStore(_runs_dir(args)).list()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return exitcodes.PASS
+    if not rows:
+        print(f"no runs in {_runs_dir(args)}")
+        return exitcodes.PASS
+    width = max(len(r["id"]) for r in rows)
+    print(f"{'RUN':<{width}}  {'STATUS':<9}  {'VERDICT':<10}  {'STEPS':<5}  STEP")
+    for r in rows:
+        print(f"{r['id']:<{width}}  {r['status'] or '-':<9}  {r['verdict'] or '-':<10}  "
+              f"{r['progress']:<5}  {r['step'] or '-'}")
+    return exitcodes.PASS
+
+
+def _age(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    data = RunStore(_runs_dir(args)).load(args.run)
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return exitcodes.PASS
+    state = data["state"]
+    print(f"run      {data['id']}")
+    print(f"folder   {data['path']}")
+    print(f"status   {state.get('status')}   verdict {state.get('verdict') or '-'}")
+    print(f"started  {_age(state.get('started'))}   ended {_age(state.get('ended'))}")
+    if state.get("linked_from"):
+        print(f"rerun of {state['linked_from']}")
+    for i, step in enumerate(state.get("steps", []), 1):
+        code = step.get("exit_code")
+        extra = f"  exit {code}" if code is not None else ""
+        reason = f"  ({step['reason']})" if step.get("reason") else ""
+        print(f"  {i:02d} {step['name']:<28} {step['status']:<9}{extra}{reason}")
+    primary = (data.get("triage") or {}).get("primary") or {}
+    if primary.get("class"):
+        print(f"primary  {primary['class']}: {str(primary.get('evidence', '')).strip()[:160]}")
+        if primary.get("advice"):
+            print(f"advice   {primary['advice']}")
+    return exitcodes.PASS
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    runs_dir = _runs_dir(args)
+    run_dir = RunStore(runs_dir).resolve(args.run)
+    return _watch(run_dir, runs_dir, args.headless)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    run_dir = RunStore(_runs_dir(args)).resolve(args.run)
+    if args.grace < 0:
+        raise SpecError("--grace must be >= 0")
+    if not cancel_run(run_dir, grace=args.grace):
+        state = read_state(run_dir)
+        print(f"run {run_dir.name} already ended ({state.get('status')}, verdict {state.get('verdict')})")
+        return exitcodes.PASS
+    print(f"run {run_dir.name} cancelled; no process of it remains")
+    return exitcodes.PASS
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from console.runs.replay import start_replay
+
+    if args.speed <= 0:
+        raise SpecError("--speed must be > 0")
+    run_dir = start_replay(Path(args.log), speed=args.speed, framework=args.framework,
+                           runs_dir=_runs_dir(args))
+    print(f"replay run {run_dir.name} started: {run_dir}", file=sys.stderr if not args.detach else sys.stdout)
+    if args.detach:
+        return exitcodes.PASS
+    return _watch(run_dir, _runs_dir(args), args.headless)
