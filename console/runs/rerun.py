@@ -1,0 +1,53 @@
+"""Rerun with a remedy: a new run linked to an earlier one, its spec changed by the remedy."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from console.errors import SpecError
+from console.redact import MASK
+from console.runs.launch import start_run
+from console.spec import RunSpec
+
+
+def apply_remedy(spec: RunSpec, remedy: dict[str, Any], linked_from: str) -> RunSpec:
+    """Env set and unset, overrides appended; ``extra["linked_from"]`` and ``extra["remedy"]`` recorded."""
+    env = {k: v for k, v in spec.env.items()}
+    for key, value in (remedy.get("env") or {}).items():
+        env[str(key)] = str(value)
+    unset = [str(u) for u in remedy.get("unset") or []]
+    for key in unset:
+        env.pop(key, None)
+    # spec.json holds secrets masked: take the real value from this environment, or drop it
+    for key, value in list(env.items()):
+        if value == MASK:
+            if key in os.environ:
+                env[key] = os.environ[key]
+            else:
+                env.pop(key)
+    overrides = list(spec.overrides)
+    overrides += [str(o) for o in remedy.get("overrides") or [] if str(o) not in overrides]
+    extra = dict(spec.extra)
+    extra["linked_from"] = linked_from
+    extra["remedy"] = {"class": remedy.get("class"), "env": dict(remedy.get("env") or {}),
+                       "unset": unset, "overrides": [str(o) for o in remedy.get("overrides") or []]}
+    return RunSpec(framework=spec.framework, levels=list(spec.levels), variants=list(spec.variants),
+                   model=spec.model, bridge_repo=spec.bridge_repo, repo=spec.repo, overrides=overrides,
+                   env=env, runs_dir=spec.runs_dir, launcher=spec.launcher, slurm=spec.slurm, extra=extra)
+
+
+def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
+    """Start the linked rerun of ``run_dir`` (same runs folder) and return its folder."""
+    run_dir = Path(run_dir)
+    try:
+        spec = RunSpec.from_dict(json.loads((run_dir / "spec.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"rerun: cannot read {run_dir / 'spec.json'}: {exc}") from None
+    if not isinstance(remedy, dict):
+        raise SpecError("rerun: the remedy must be a mapping with env/unset/overrides")
+    spec.runs_dir = str(run_dir.parent)
+    new_spec = apply_remedy(spec, remedy, run_dir.name)
+    return start_run(new_spec)
