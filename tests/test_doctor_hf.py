@@ -33,9 +33,22 @@ def test_snapshot_loads_offline_and_remedy_pins_it(tmp_path, monkeypatch):
     remedy = check["remedy"]
     assert remedy["env"] == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     assert remedy["overrides"] == [f"policy.model_name={snap}", f"policy.tokenizer.name={snap}"]
-    # verl takes the snapshot as MODEL_PATH.
+    # verl's wrapper reads MODEL_PATH (default ~/models/<id>) and downloads nothing: pin the snapshot there.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     check = _check(RunSpec(framework="verl", model=MODEL))
+    assert check["status"] == "block", check
     assert check["remedy"]["env"]["MODEL_PATH"] == str(snap)
+    # With the remedy applied, the local path itself is loaded.
+    check = _check(RunSpec(framework="verl", model=MODEL, env={"MODEL_PATH": str(snap)}))
+    assert check["status"] == "ok" and check["evidence"].startswith(str(snap))
+
+
+def test_verl_without_model_path_or_snapshot_blocks(tmp_path, monkeypatch):
+    clean_env(monkeypatch, HOME=str(tmp_path), HF_HUB_CACHE=str(tmp_path / "hub"))
+    check = _check(RunSpec(framework="verl", model="someone/absent-1B"))
+    assert check["status"] == "block"
+    assert check["remedy"]["commands"] == [["hf", "download", "someone/absent-1B", "--local-dir",
+                                            str(tmp_path / "models" / "someone" / "absent-1B")]]
 
 
 def test_missing_snapshot_warns_and_blocks_offline(tmp_path, monkeypatch):

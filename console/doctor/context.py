@@ -45,7 +45,12 @@ def plan_dict(plan: Any) -> dict[str, Any] | None:
     if isinstance(plan, Mapping):
         return dict(plan)
     to_dict = getattr(plan, "to_dict", None)
-    return to_dict() if callable(to_dict) else None
+    if not callable(to_dict):
+        return None
+    try:
+        return to_dict(redact=False)  # the real env (secrets included) for the probes; output is redacted
+    except TypeError:
+        return to_dict()
 
 
 def expand(value: str, env: Mapping[str, str]) -> str:
@@ -113,6 +118,14 @@ class DoctorContext:
             if k.lstrip("+") == key:
                 value = v
         return value
+
+    def step_running(self, *argv_parts: str) -> str | None:
+        """Name of the first plan step whose argv contains all of `argv_parts`, if any."""
+        for step in self.steps():
+            argv = [str(a) for a in step.get("argv") or []]
+            if all(part in argv for part in argv_parts):
+                return str(step.get("name"))
+        return None
 
     def steps(self) -> list[dict[str, Any]]:
         return list((self.plan or {}).get("steps") or [])

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from console.doctor.context import DoctorContext, existing_ancestor
-from console.doctor.hf import hf_home, hub_cache, local_model_path, snapshot_dir
+from console.doctor.hf import hf_home, hub_cache, local_model_path, snapshot_dir, verl_model_path
 from console.doctor.result import Item, combine
 
 CHECK_ID = "disk_space"
@@ -48,8 +48,8 @@ def places(ctx: DoctorContext) -> list[Place]:
                                       or snapshot_dir(hub_cache(ctx.env), model) is not None)
         out.append(Place("hf_home", "HF_HOME", hf_home(ctx.env), 0.0))
         out.append(Place("hf_cache", "HF_HUB_CACHE", hub_cache(ctx.env), 0.0 if have_local else weights))
-        if ctx.setting("MODEL_PATH"):
-            mp = Path(ctx.setting("MODEL_PATH") or "").expanduser()
+        mp = verl_model_path(ctx) if ctx.framework == "verl" else ctx.path_setting("MODEL_PATH")
+        if mp is not None:
             out.append(Place("model_path", "MODEL_PATH", mp, 0.0 if mp.is_dir() else weights))
         ckpt = _checkpoint_dir(ctx)
         if ckpt is not None:

@@ -65,10 +65,15 @@ def local_model_path(ctx: DoctorContext, model: str) -> Path | None:
     """The model as a local directory: a path given as the model, or verl's MODEL_PATH."""
     if model.startswith(("/", ".", "~")) and Path(model).expanduser().is_dir():
         return Path(model).expanduser()
-    if ctx.framework == "verl" and ctx.setting("MODEL_PATH"):
-        path = Path(ctx.setting("MODEL_PATH") or "").expanduser()
-        return path if path.is_dir() else None
+    if ctx.framework == "verl":
+        path = verl_model_path(ctx)
+        return path if path is not None and path.is_dir() else None
     return None
+
+
+def verl_model_path(ctx: DoctorContext) -> Path | None:
+    """verl's wrapper reads weights from MODEL_PATH (default ${HOME}/models/${MODEL_ID}); it downloads nothing."""
+    return ctx.path_setting("MODEL_PATH", ctx.catalog["paths"]["verl_model_path"])
 
 
 def pin_remedy(ctx: DoctorContext, path: Path) -> dict[str, Any]:
@@ -86,6 +91,12 @@ def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
     local = local_model_path(ctx, model)
     path = local or snapshot_dir(cache, model)
     offline = ctx.env.get("HF_HUB_OFFLINE", "") not in ("", "0") or ctx.env.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
+    if ctx.framework == "verl" and local is None:
+        wanted = verl_model_path(ctx)
+        if path is None:
+            return finding(CHECK_ID, "verl_missing", f"{model}: no MODEL_PATH {wanted} and no snapshot under {cache}",
+                           make_remedy(commands=[["hf", "download", model, "--local-dir", str(wanted)]]),
+                           model=model, path=str(wanted))
     if path is None:
         case = "missing_offline" if offline else "missing"
         return finding(CHECK_ID, case, f"{model}: no snapshot under {cache}", model=model, cache=str(cache))
@@ -103,4 +114,7 @@ def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
               f"{answer['tokenizer']} vocab {answer['vocab_size']}")
     if local is not None:
         return finding(CHECK_ID, "local_ok", loaded)
+    if ctx.framework == "verl":
+        return finding(CHECK_ID, "verl_no_model_path", f"MODEL_PATH {verl_model_path(ctx)} missing; {loaded}",
+                       pin_remedy(ctx, path), path=str(verl_model_path(ctx)))
     return finding(CHECK_ID, "ok", loaded, pin_remedy(ctx, path))

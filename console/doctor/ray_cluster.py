@@ -52,6 +52,9 @@ def detect_cluster(ctx: DoctorContext) -> RayCluster:
         bootstrap = marker.read_text().strip() if marker.is_file() else ""
     except OSError:
         bootstrap = ""
+    stopper = ctx.step_running("ray", "stop")
+    if stopper:  # the run starts from `ray stop --force`: its workers will not live on this cluster
+        return RayCluster(True, None, [p for p, _ in procs], f"{names}; the plan's step {stopper} stops it")
     if bootstrap:
         return RayCluster(True, "auto", [p for p, _ in procs], f"{names}; {marker}: {bootstrap}")
     return RayCluster(True, None, [p for p, _ in procs], f"{names}; no {marker} (a driver's own local cluster)")
@@ -60,6 +63,8 @@ def detect_cluster(ctx: DoctorContext) -> RayCluster:
 def check_stale_ray(ctx: DoctorContext) -> dict[str, Any]:
     cluster = detect_cluster(ctx)
     if not cluster.pids:
+        return finding(CHECK_ID, "ok", cluster.evidence)
+    if ctx.step_running("ray", "stop") and not ctx.env.get("RAY_ADDRESS"):
         return finding(CHECK_ID, "ok", cluster.evidence)
     return finding(CHECK_ID, "running", cluster.evidence,
                    make_remedy(commands=[["ray", "stop", "--force"]]))

@@ -77,6 +77,9 @@ def gsm8k_item(ctx: DoctorContext) -> Item:
         return Item("ok", f"GSM8K: {train}, {val}")
     out_dir = str(train.parent) if train is not None else str(Path("~/data/gsm8k").expanduser())
     prep = paths["verl_gsm8k_prep"]
+    preparer = ctx.step_running(prep)
+    if preparer:
+        return Item("ok", f"GSM8K parquet missing now ({', '.join(missing)}); the plan's step {preparer} prepares it")
     return Item("no_gsm8k", f"GSM8K parquet missing: {', '.join(missing)}",
                 make_remedy(commands=[["python3", prep, "--local_save_dir", out_dir]]), facts={"prep": prep})
 
