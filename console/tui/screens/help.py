@@ -9,24 +9,27 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP_TEXT = """\
-[b]rl-console keys[/b]   (everything works from the keyboard; ctrl+p opens the command palette)
+[b]rl-console keys[/b]  (keyboard only; ctrl+p: command palette)
 
-[b]Everywhere[/b]  ?  help   t  theme (dark/light/high-contrast, remembered)   esc  back
-            q  quit the console: [b]runs keep going[/b]; reopen to see them live
+[b]Everywhere[/b] ?  help    t  theme: dark/light/high-contrast (kept)
+           esc  back    q  quit the console: [b]runs keep going[/b],
+           reopen it to see them live (runs from the CLI show too)
 
-[b]Home[/b]        n  new run   enter  open run   l  open a log (triage)
-            r  report   c  cancel run (asks first)   up/down  select
+[b]Home[/b]       n  new run    enter  open run    l  open a log (triage)
+           r  report     c  cancel run (asks first)
 
-[b]Monitor[/b]     1-6  tabs: Log, Steps, Metrics, System, Findings, Verdict
-            /  search   n / N  next / previous match   F  filter to matching lines
-            w  wrap   space  follow / pause   [ / ]  previous / next step's log
-            f  rerun with fix (remedy of the primary finding)   r  report
-            c  cancel run (asks first)
+[b]Monitor[/b]    1-6  tabs: Log Steps Metrics System Findings Verdict
+           /  search     n N  next/previous match
+           F  filter to matching lines    w  wrap
+           space  follow/pause    \\[ ]  previous/next step's log
+           f  rerun with fix (remedy of the primary finding)
+           r  report     c  cancel run (asks first)
 
-[b]Report[/b]      s  save to report.md   c  copy to clipboard (OSC 52)
-[b]Triage[/b]      up/down  findings   enter  jump to the line   o  open another log
-[b]New run[/b]     tab / shift+tab  move   space  tick   p  preview
-            d  preflight (doctor)   ctrl+l  launch   esc  back
+[b]Report[/b]     s  save to report.md    c  copy (terminal clipboard)
+[b]Triage[/b]     up/down  findings    enter  go to its line
+           o  open another log    w  wrap
+[b]New run[/b]    tab/shift+tab  move    space  tick    F2  preview
+           F3  preflight    ctrl+l  launch    esc  back
 """
 
 
