@@ -57,7 +57,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
 def resolve_run_dir(run: str, runs_dir: str | None = None) -> Path:
     """A run given as a folder path, an id under the run store, or a unique id prefix."""
     direct = Path(run).expanduser()
-    if direct.is_dir() and (direct / "state.json").exists() or (direct / "spec.json").exists():
+    if direct.is_dir() and ((direct / "state.json").exists() or (direct / "spec.json").exists()):
         return direct
     store = Path(runs_dir or os.environ.get("RL_CONSOLE_RUNS") or "runs").expanduser()
     cand = store / run
@@ -76,12 +76,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from console.report import render_json, render_markdown, write_report
 
     run_dir = resolve_run_dir(args.run, args.runs_dir)
+    data = render_json(run_dir)
     if args.format == "json":
-        sys.stdout.write(json.dumps(render_json(run_dir), indent=2) + "\n")
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        sys.stdout.write(render_markdown(run_dir))
+        sys.stdout.write(render_markdown(run_dir, data))
     try:
-        write_report(run_dir)
+        write_report(run_dir, data)
     except OSError as exc:
         print(f"rl-console report: warning: could not write report files: {exc}", file=sys.stderr)
     return 0

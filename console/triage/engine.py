@@ -239,20 +239,21 @@ class TriageEngine:
                 if groups.get("total"):
                     self.total = int(groups["total"])
                 if m.complete_at_total and self.total and step >= self.total:
-                    self._complete(lineno, m.id)
+                    self._complete(lineno, m.id, body)
             elif m.kind == "total":
                 self.total = int(groups["total"])
             elif m.kind == "complete":
-                self._complete(lineno, m.id)
+                self._complete(lineno, m.id, body)
             elif m.kind == "context" and m.tag:
                 self.context[m.tag] = lineno
             elif m.kind == "evidence" and m.tag:
                 self.evidence.setdefault(m.tag, groups.get("value") or body.strip())
 
-    def _complete(self, lineno: int, reason: str) -> None:
+    def _complete(self, lineno: int, reason: str, body: str) -> None:
         if self.completed_line is None:
             self.completed_line = lineno
             self.complete_reason = reason
+            self.evidence.setdefault("complete", evidence_text(body))
 
     def _structure(self, prefix: str, body: str, lineno: int, new: list[Finding]) -> None:
         if TRACEBACK_START in body:

@@ -135,9 +135,9 @@ def scan_file(engine: TriageEngine, path: Path, finder: Finder) -> None:
             scanner.chunk(carry)
 
 
-def triage_files(paths: Iterable[str | Path], framework: str | None = None,
-                 exit_code: int | None = None, catalog: Catalog | None = None) -> dict[str, Any]:
-    """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md.
+def scan_paths(paths: Iterable[str | Path], framework: str | None = None,
+               catalog: Catalog | None = None) -> TriageEngine:
+    """Feed one or more logs (in order) through a fresh engine and return it.
 
     Raises ``ConsoleError`` (exit 2) with one clear line for a missing or unreadable file.
     """
@@ -153,11 +153,17 @@ def triage_files(paths: Iterable[str | Path], framework: str | None = None,
             if fw != "unknown":
                 engine.set_framework(fw)
                 break
-    finder, _ = make_finder(prefilter_literals(cat) + list(_framework_literals(cat)))
+    finder, _ = make_finder(prefilter_literals(cat) + sorted(_framework_literals(cat)))
     for p in paths:
         engine.source = str(p) if len(paths) > 1 else None
         scan_file(engine, p, finder)
-    return engine.result(exit_code)
+    return engine
+
+
+def triage_files(paths: Iterable[str | Path], framework: str | None = None,
+                 exit_code: int | None = None, catalog: Catalog | None = None) -> dict[str, Any]:
+    """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md."""
+    return scan_paths(paths, framework, catalog).result(exit_code)
 
 
 def _framework_literals(cat: Catalog) -> set[str]:

@@ -1,0 +1,190 @@
+"""The summary report of a run, in the procedures' "Summary Format" (markdown and JSON).
+
+``render_json(run_dir)`` gives the data; ``render_markdown(run_dir)`` the text block the procedures
+prescribe (Result, Requested coverage, Model, Deliverables, Evidence, Limitations, Follow-ups);
+``write_report(run_dir)`` writes ``report.md`` and ``report.json`` into the run folder. Every string
+passes through ``console.redact`` before it is shown or written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from console.redact import redact_text
+from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, read_json, run_verdict
+
+REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
+MAX_DIRTY = 20
+
+
+def _log_text(run_dir: Path, rel: str | None, limit: int = 64 << 10) -> str:
+    if not rel:
+        return ""
+    try:
+        with open(run_dir / rel, "rb") as fh:
+            return fh.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _repo_state(run_dir: Path, plan_steps: list[dict[str, Any]], verdict: dict[str, Any],
+                repo_path: str | None, which: str) -> str | None:
+    """'<commit> plus dirty files: a, b' from the plan's git rev-parse / git status steps."""
+    commit, dirty, seen = None, None, False
+    for s in plan_steps:
+        argv = [str(a) for a in s.get("argv") or []]
+        if not argv or argv[0] != "git" or "-C" not in argv:
+            continue
+        target = argv[argv.index("-C") + 1] if argv.index("-C") + 1 < len(argv) else ""
+        is_bridge = "{bridge}" in target or (which == "bridge" and repo_path and target == repo_path)
+        is_repo = "{repo}" in target or (which == "repo" and repo_path and target == repo_path)
+        if (which == "bridge" and not is_bridge) or (which == "repo" and not is_repo):
+            continue
+        seen = True
+        log = (verdict["steps"].get(s.get("name") or "") or {}).get("log")
+        out = [ln for ln in _log_text(run_dir, log).splitlines() if ln.strip()]
+        if "rev-parse" in argv and out:
+            commit = out[-1].strip()
+        elif "status" in argv and log:
+            files = [ln[3:].strip() if len(ln) > 3 else ln.strip() for ln in out
+                     if len(ln) > 2 and ln[:2].strip() in ("M", "A", "D", "R", "C", "U", "??", "MM", "AM")]
+            dirty = files
+    if not seen and not repo_path:
+        return None
+    head = commit or "commit not recorded"
+    if dirty is None:
+        tail = "dirty files not recorded"
+    elif not dirty:
+        tail = "no dirty files"
+    else:
+        more = f" (+{len(dirty) - MAX_DIRTY} more)" if len(dirty) > MAX_DIRTY else ""
+        tail = "dirty files: " + ", ".join(dirty[:MAX_DIRTY]) + more
+    where = f" ({repo_path})" if repo_path else ""
+    return f"{head}{where} plus {tail}"
+
+
+def _key_lines(v: dict[str, Any], framework: str) -> list[str]:
+    lines: list[str] = []
+    for name, st in v["steps"].items():
+        ev = st.get("evidence") or {}
+        if ev.get("megatron_cfg"):
+            lines.append(f"policy.megatron_cfg.enabled={ev['megatron_cfg']} ({name})")
+        if ev.get("vanilla_mbridge"):
+            lines.append(f"VANILLA_MBRIDGE={ev['vanilla_mbridge']} ({name})")
+        if ev.get("bridge_path"):
+            lines.append(f"megatron.bridge.__file__ = {ev['bridge_path']} ({name})")
+        if ev.get("complete"):
+            lines.append(f"{ev['complete']} ({name})")
+        if ev.get("global_step"):
+            lines.append(f"training/global_step:{ev['global_step']} ({name})")
+    for d in v["deliverables"]:
+        if d["name"].endswith("capture") and "metrics:" in d["detail"]:
+            lines.append(d["detail"])
+    p = v.get("primary")
+    if p:
+        loc = f"{p.get('file', p.get('step', ''))}:{p.get('line')}"
+        lines.append(f"first relevant error ({p.get('class')}, {loc}): {p.get('evidence')}")
+    return list(dict.fromkeys(lines)) or ["none recorded"]
+
+
+def _result_sentence(v: dict[str, Any], spec: dict[str, Any], framework: str) -> str:
+    label = RUN_LABELS.get(framework, "framework run")
+    levels = "/".join(str(x) for x in spec.get("levels") or []) or "0"
+    p = v.get("primary") or {}
+    verdict = v["verdict"]
+    if verdict == "Pass":
+        return f"{label} at Level {levels} met every pass criterion of the requested coverage."
+    if verdict == "Blocked":
+        return (f"{label} at Level {levels} was blocked by the environment ({p.get('class', 'setup')}); "
+                "this is not evidence against the Bridge provider.")
+    if verdict == "Fail":
+        what = p.get("class") or next((d["name"] for d in v["deliverables"] if d["status"] == "Fail"), "a deliverable")
+        return f"{label} at Level {levels} failed ({what})."
+    if verdict == "Cancelled":
+        return f"{label} at Level {levels} was cancelled before the deliverables were decided."
+    return f"{label} at Level {levels} has not produced a decision yet (incomplete)."
+
+
+def render_json(run_dir: Path) -> dict[str, Any]:
+    run_dir = Path(run_dir)
+    v = run_verdict(run_dir)
+    spec = read_json(run_dir / "spec.json", {}) or {}
+    plan = read_json(run_dir / "plan.json", {}) or {}
+    framework = v["framework"]
+    plan_steps = plan.get("steps") or []
+    variants = list(spec.get("variants") or [])
+    levels = spec.get("levels") or []
+    coverage = f"Level {'/'.join(str(x) for x in levels) or '0'}" + (
+        f"; variants: {', '.join(variants)}" if variants else "; no variants requested")
+    if framework == "demo":
+        model = spec.get("model") or "demo toy policy (console.demo)"
+    else:
+        model = spec.get("model") or "the wrapper's default model (see the command)"
+    commands = [command_line(s, run_dir) for s in plan_steps if s.get("kind") == "train"]
+    evidence: dict[str, Any] = {"commands": commands, "key_lines": _key_lines(v, framework)}
+    if framework != "demo":
+        evidence["bridge_repo"] = _repo_state(run_dir, plan_steps, v, spec.get("bridge_repo"), "bridge")
+        evidence["repo"] = _repo_state(run_dir, plan_steps, v, spec.get("repo"), "repo")
+    out = {
+        "run": run_dir.name,
+        "result": v["verdict"],
+        "summary": _result_sentence(v, spec, framework),
+        "requested_coverage": coverage,
+        "model": model,
+        "framework": framework,
+        "deliverables": v["deliverables"],
+        "evidence": evidence,
+        "limitations": v["limitations"] or ["none noted"],
+        "follow_ups": v["follow_ups"],
+        "primary": v.get("primary"),
+    }
+    return json.loads(redact_text(json.dumps(out)))
+
+
+def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
+    """The summary text; ``data`` is a ``render_json`` result to reuse (saves a second scan)."""
+    r = data if data is not None else render_json(Path(run_dir))
+    fw = r["framework"]
+    lines = [
+        f"Result: {r['result']} - {r['summary']}",
+        f"Requested coverage: {r['requested_coverage']}",
+        f"Model: {r['model']}",
+        "",
+        "Deliverables:",
+    ]
+    lines += [f"- {d['name']}: {d['status']} - {d['detail']}" for d in r["deliverables"]]
+    lines += ["", "Evidence:"]
+    ev = r["evidence"]
+    if fw != "demo":
+        lines.append(f"- Bridge repo: {ev.get('bridge_repo') or 'not recorded'}")
+        lines.append(f"- {REPO_LABELS.get(fw, FRAMEWORK_LABELS.get(fw, fw) + ' repo')}: {ev.get('repo') or 'not recorded'}")
+    cmds = ev.get("commands") or []
+    if len(cmds) <= 1:
+        lines.append(f"- Command: {cmds[0] if cmds else 'none'}")
+    else:
+        lines.append("- Command:")
+        lines += [f"  - {c}" for c in cmds]
+    key = ev.get("key_lines") or []
+    if len(key) == 1:
+        lines.append(f"- Key lines: {key[0]}")
+    else:
+        lines.append("- Key lines:")
+        lines += [f"  - {k}" for k in key]
+    lines += ["", "Limitations:"] + [f"- {x}" for x in r["limitations"]]
+    lines += ["", "Follow-ups:"] + [f"- {x}" for x in r["follow_ups"]]
+    return redact_text("\n".join(lines) + "\n")
+
+
+def write_report(run_dir: Path, data: dict[str, Any] | None = None) -> tuple[Path, Path]:
+    """Write report.md and report.json (tmp + rename) and return their paths."""
+    run_dir = Path(run_dir)
+    data = data if data is not None else render_json(run_dir)
+    md, js = run_dir / "report.md", run_dir / "report.json"
+    for path, text in ((md, render_markdown(run_dir, data)), (js, json.dumps(data, indent=2) + "\n")):
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return md, js
