@@ -56,7 +56,7 @@ def make_hf_snapshot(cache: Path, model: str, revision: str = "main") -> Path:
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=120, special_tokens=["<unk>", "<|endoftext|>"])
+    trainer = trainers.BpeTrainer(vocab_size=120, special_tokens=["<unk>", "<|endoftext|>"], show_progress=False)
     corpus = ["the model answers math questions", "megatron bridge meets an rl loop",
               "twelve plus thirty is forty two", "offline snapshots load without the network"] * 20
     tok.train_from_iterator(corpus, trainer)
