@@ -30,6 +30,7 @@ from console.spec import RunSpec
 SLURM_DIR = "slurm"
 FOLLOW_LOCK = "follow.lock"
 FOLLOW_LOG = "follow.log"
+GIVE_UP_S = 600.0  # a follower stops after this long without an answer from Slurm
 
 
 @dataclass
@@ -336,18 +337,27 @@ class Follower:
             return self._finish(verdict, reason, status)
         return None
 
-    def run(self, max_s: float | None = None) -> dict[str, Any]:
+    def run(self, max_s: float | None = None, give_up_s: float = GIVE_UP_S) -> dict[str, Any]:
         deadline = None if max_s is None else time.monotonic() + max_s
+        failing_since: float | None = None
         try:
             while True:
-                state = read_state(self.run_dir)
+                state = read_state(self.run_dir)  # FileNotFoundError: the run folder is gone
                 if state.get("status") in ("passed", "failed", "blocked", "cancelled"):
                     return state
                 try:
                     final = self.step()
+                    failing_since = None
                 except scheduler.SlurmError as exc:
+                    # slurmctld may be restarting: keep trying for a while, then leave the run as it
+                    # is (running); a later attach starts a new follower
                     print(f"rl-console follow: {exc}", file=sys.stderr, flush=True)
-                    final = None  # slurmctld may be restarting: keep trying
+                    failing_since = failing_since or time.monotonic()
+                    if time.monotonic() - failing_since > give_up_s:
+                        print(f"rl-console follow: Slurm unreachable for {give_up_s:.0f}s; giving up "
+                              "(rl-console attach restarts the follower)", file=sys.stderr, flush=True)
+                        return read_state(self.run_dir)
+                    final = None
                 if final is not None:
                     return final
                 if deadline is not None and time.monotonic() > deadline:
@@ -391,6 +401,15 @@ def follower_running(run_dir: Path) -> bool:
         os.close(fd)
 
 
+def _is_follower(pid: int, run_dir: Path) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return False
+    return b"console.runs.slurm.follow" in argv and os.fsencode(str(run_dir)) in argv
+
+
 def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | None:
     """Start the detached follower (``python -m console.runs.slurm.follow RUN_DIR``) unless one runs
     or the run is over. Returns its pid, or None when nothing was started. Used by ``start_run`` and
@@ -401,6 +420,10 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
             return None
     if follower_running(run_dir):
         return None
+    with contextlib.suppress(FileNotFoundError):
+        pid = read_state(run_dir).get("follower_pid")
+        if pid and _is_follower(int(pid), run_dir):
+            return None  # started a moment ago, not holding its lock yet
     (run_dir / SLURM_DIR).mkdir(exist_ok=True)
     with open(run_dir / SLURM_DIR / FOLLOW_LOG, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "console.runs.slurm.follow", str(run_dir)],

@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConsoleError as exc:
         print(f"rl-console follow: {exc}", file=sys.stderr)
         return exc.exit_code
+    except FileNotFoundError as exc:
+        print(f"rl-console follow: the run folder went away ({exc.filename})", file=sys.stderr)
+        return USAGE
     print(f"rl-console follow: {state.get('id')}: {state.get('status')} ({state.get('verdict')})", flush=True)
     return for_verdict(state.get("verdict"))
 
