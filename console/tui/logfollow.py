@@ -28,6 +28,7 @@ class LogFollower:
         self.max_line = max_line
         self.skipped_bytes = 0  # bytes before the first line shown (big files opened at the tail)
         self.resets = 0
+        self.backlog = False  # more bytes were waiting than one poll may read
         self._partial = b""
 
     def _start(self, size: int) -> None:
@@ -64,6 +65,7 @@ class LogFollower:
         except OSError:
             return []
         self.offset += len(chunk)
+        self.backlog = st.st_size > self.offset
         data = self._partial + chunk
         if self._skip_to_newline:
             cut = data.find(b"\n")

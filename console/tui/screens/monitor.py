@@ -184,8 +184,8 @@ class MonitorScreen(Screen[None]):
                             self._pending.popleft()
                         self._dropped += max(0, over)
                     self.post_message(LinesPending())
-                    if lines:
-                        continue  # more may be waiting: read again without sleeping
+                    if follower.backlog:
+                        continue  # a backlog beyond one read: catch up without sleeping
             worker.cancelled_event.wait(LOG_POLL_S)
 
     @work(thread=True, exclusive=True, group="monitor-host")
