@@ -90,6 +90,7 @@ class Finding:
     file: str | None = None
     advice: str | None = None
     remedy: dict[str, Any] | None = None
+    tier: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"class": self.cls, "verdict": self.verdict, "line": self.line,
@@ -351,7 +352,8 @@ class TriageEngine:
             return None
         f = Finding(cls=cls, verdict=verdict, line=lineno, evidence=evidence_text(text), rule=rule_id,
                     count=count, soft=soft, file=self.source,
-                    advice=rule.advice if rule else None, remedy=rule.remedy if rule else None)
+                    advice=rule.advice if rule else None, remedy=rule.remedy if rule else None,
+                    tier=rule.tier if rule else None)
         self._findings[key] = f
         self._order.append(f)
         return f

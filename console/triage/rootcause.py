@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 FAILING = ("Fail", "Blocked")
 
 
-def _tier(engine: TriageEngine, cls: str) -> int:
+def _tier(engine: TriageEngine, cls: str, f: Finding | None = None) -> int:
+    if f is not None and f.tier is not None and f.cls == cls:
+        return f.tier
     info = engine.cat.classes.get(cls)
     return info.tier if info else 2
 
@@ -36,7 +38,7 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     completed = engine.completed_line is not None
     done_at = engine.completed_line or 0
     for f in findings:
-        if completed and f.verdict in FAILING and f.line > done_at and _tier(engine, f.cls) >= 1 \
+        if completed and f.verdict in FAILING and f.line > done_at and _tier(engine, f.cls, f) >= 1 \
                 and f.cls not in ("hang", "teardown_crash"):
             if exit_code == 0:
                 f.verdict = "Noise"
@@ -72,8 +74,8 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
 
 
 def _earliest_of_lowest_tier(engine: TriageEngine, candidates: list[Finding]) -> Finding:
-    tier = min(_tier(engine, f.cls) for f in candidates)
-    same = [f for f in candidates if _tier(engine, f.cls) == tier]
+    tier = min(_tier(engine, f.cls, f) for f in candidates)
+    same = [f for f in candidates if _tier(engine, f.cls, f) == tier]
     # findings keep their file order (multi-file triage feeds files in the order given)
     return same[0] if len({f.file for f in same}) > 1 else min(same, key=lambda f: f.line)
 

@@ -58,6 +58,7 @@ class Rule:
     soft: bool = False
     context: str | None = None
     frameworks: tuple[str, ...] = ()
+    tier: int | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             remedy=normalise_remedy(r["remedy"], where) if "remedy" in r else None,
             soft=bool(r.get("soft", False)), context=r.get("context"),
             frameworks=tuple(r.get("frameworks") or ()),
+            tier=int(r["tier"]) if "tier" in r else None,
         ))
     frame_rules = []
     for i, r in enumerate(data.get("frame_rule") or []):
