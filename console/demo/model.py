@@ -9,7 +9,7 @@ from torch import nn
 class TinyPolicy(nn.Module):
     """Decoder-only transformer: token + position embeddings, a few causal layers, an LM head."""
 
-    def __init__(self, vocab: int, max_len: int, dim: int = 96, layers: int = 3, heads: int = 4) -> None:
+    def __init__(self, vocab: int, max_len: int, dim: int = 64, layers: int = 2, heads: int = 4) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(max_len, dim)
