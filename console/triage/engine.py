@@ -163,8 +163,10 @@ class TriageEngine:
         prefix, body = split_prefix(text)
         new: list[Finding] = []
         self._structure(prefix, body, lineno, new)
-        self._markers(body, lineno)
         tb = self._tbs.get(prefix)
+        if tb is not None and tb.frames and body[:1] in (" ", "\t") and not _FRAME_RE.match(body):
+            return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
+        self._markers(body, lineno)
         rule = self._match_rule(body, noise_only=bool(tb and tb.noise))
         if rule is not None:
             if rule.cls == NOISE_CLASS and rule.id == "noise_exception_ignored_del":
