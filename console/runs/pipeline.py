@@ -117,28 +117,42 @@ class Pipeline:
         self.step: StepMonitor | None = None
         self.step_results: dict[str, dict[str, Any]] = {}
         self._last_sample = 0.0
-        self._samplers: list[tuple[str, Any, _Fenced]] = []
-        for kind, spec in (("gpu", "console.monitor.gpu:sample_gpus"), ("host", "console.monitor.host:sample_host")):
-            fn = _optional(spec)
-            if fn is not None:
-                self._samplers.append((kind, fn, _Fenced(f"{kind} sampler")))
+        self._sampler: Any = None
+        self._sampler_fence = _Fenced("resource sampler")
+        self.step_pid: int | None = None
+        sampler_cls = _optional("console.monitor.sampler:ResourceSampler")
+        gpu_cls = _optional("console.monitor.gpu:GpuSampler")
+        host_cls = _optional("console.monitor.host:HostSampler")
+        disks = _optional("console.monitor.host:default_disk_paths")
+        if sampler_cls and gpu_cls and host_cls and disks:
+            self._sampler = self._sampler_fence.call(lambda: sampler_cls(
+                bus, gpu=gpu_cls(run_pids_fn=self._step_pids), host=host_cls(paths=disks(run_dir))))
 
-    def start_step(self, name: str, log: Path) -> None:
+    def _step_pids(self) -> set[int]:
+        """The current step's processes (its wrapper's descendants), to mark GPU processes as ours."""
+        if not self.step_pid:
+            return set()
+        try:
+            import psutil
+
+            root = psutil.Process(self.step_pid)
+            return {root.pid} | {p.pid for p in root.children(recursive=True)}
+        except Exception:
+            return set()
+
+    def start_step(self, name: str, log: Path, pid: int | None = None) -> None:
         self.step = StepMonitor(name, log, self.framework, self.bus)
+        self.step_pid = pid
 
     def tick(self) -> None:
         if self.step is not None:
             self.step.poll()
         now = time.time()
-        if self._samplers and now - self._last_sample >= SAMPLE_EVERY_S:
+        if self._sampler is not None and now - self._last_sample >= SAMPLE_EVERY_S:
             self._last_sample = now
-            for kind, fn, fence in self._samplers:
-                data = fence.call(fn)
-                if data is None:
-                    continue
-                if not isinstance(data, dict):
-                    data = {"devices": data} if kind == "gpu" else {"value": data}
-                self.bus.publish(Event(kind, self.step.name if self.step else None, data))
+            self._sampler.step = self.step.name if self.step else None
+            for ev in self._sampler_fence.call(self._sampler.sample_once) or []:
+                self.bus.publish(ev)
 
     def end_step(self, exit_code: int | None) -> dict[str, Any] | None:
         if self.step is None:
@@ -147,4 +161,9 @@ class Pipeline:
         if result is not None:
             self.step_results[self.step.name] = result
         self.step = None
+        self.step_pid = None
         return result
+
+    def close(self) -> None:
+        if self._sampler is not None:
+            self._sampler_fence.call(self._sampler.gpu.close)

@@ -118,7 +118,7 @@ class Supervisor:
         if proc is None and not exit_file.exists():
             return None
         self._publish("step_state", name, status="running", exit_code=None, reason=None)
-        self.pipeline.start_step(name, log)
+        self.pipeline.start_step(name, log, proc.pid if proc is not None else None)
         last_check = 0.0
         while proc is not None and proc.poll() is None:
             with contextlib.suppress(Exception):
@@ -216,6 +216,8 @@ class Supervisor:
 
         update_state(self.run_dir, end)
         self._publish("run_state", None, status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict)
+        with contextlib.suppress(Exception):
+            self.pipeline.close()
         self.bus.close()
         return 0
 
