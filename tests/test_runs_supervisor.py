@@ -141,3 +141,28 @@ def test_store_lists_newest_first_and_resolves(runs_dir: Path) -> None:
         store.resolve("nope")
     with pytest.raises(RunNotFound, match="ambiguous"):
         store.resolve(a.name[:8])
+
+
+def test_rerun_with_remedy_links_and_applies(runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.runs.rerun import rerun_with_remedy
+
+    plan = {"steps": [step("s", "pass")]}
+    spec = RunSpec(runs_dir=str(runs_dir), env={"ROCR_VISIBLE_DEVICES": "0", "HF_TOKEN": "hf_" + "c" * 30})
+    first = start_run(spec, plan=plan)
+    wait_finished(first)
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "d" * 30)
+    remedy = {"class": "rocr_visible_devices", "env": {"NCCL_DEBUG": "INFO"}, "unset": ["ROCR_VISIBLE_DEVICES"]}
+    second = rerun_with_remedy(first, remedy)  # the demo's real plan, rebuilt from the changed spec
+    from console.runs.cancel import cancel_run
+
+    cancel_run(second, grace=1.0)
+    state = read_state(second)
+    assert second.parent == first.parent and second != first
+    new_spec = json.loads((second / "spec.json").read_text())
+    assert new_spec["env"] == {"HF_TOKEN": "***", "NCCL_DEBUG": "INFO"}
+    from console.runs.rerun import apply_remedy
+
+    assert apply_remedy(RunSpec(overrides=["a=1"]), {"overrides": ["b=2", "a=1"]}, "x").overrides == ["a=1", "b=2"]
+    assert new_spec["extra"]["linked_from"] == first.name and new_spec["extra"]["remedy"]["unset"] == ["ROCR_VISIBLE_DEVICES"]
+    assert state["linked_from"] == first.name
+    assert all("ROCR_VISIBLE_DEVICES" in s["unset"] for s in json.loads((second / "plan.json").read_text())["steps"])
