@@ -314,3 +314,58 @@ def test_cmd_tui_rejects_bad_input(tmp_path: Path) -> None:
         cmd_tui(argparse.Namespace(runs_dir=str(tmp_path), open_run="nope", log=None, theme=None))
     with pytest.raises(SpecError):
         cmd_tui(argparse.Namespace(runs_dir=str(tmp_path), open_run=None, log=str(tmp_path / "x"), theme=None))
+
+
+def test_finding_enter_goes_to_its_line(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    failing = write_run(runs, status="failed", verdict="Fail", failing=True)
+    app = ConsoleApp(runs, open_run=failing)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
+        mon = app.screen
+        await wait_for(pilot, lambda: mon.query_one("#findings-table").row_count == 1
+                       and mon.query_one("#logview", LogView).total_lines == 41)
+        await pilot.press("5")
+        mon.query_one("#findings-table").focus()
+        await pilot.press("enter")
+        view = mon.query_one("#logview", LogView)
+        await wait_for(pilot, lambda: view.search_text.startswith("torch.OutOfMemoryError"))
+        assert mon.query_one("#tabs").active == "log"
+        assert view._search_hit == 40  # the OOM line, 0-based
+
+    drive(app, body)
+
+
+def test_rerun_with_fix_starts_a_linked_run(tmp_path: Path) -> None:
+    pytest.importorskip("console.runs.rerun")
+    from console.runs.cancel import cancel_run
+
+    runs = tmp_path / "runs"
+    failing = write_run(runs, status="failed", verdict="Fail", failing=True)
+    triage = json.loads((failing / "triage.json").read_text())
+    triage["primary"]["remedy"] = {"env": {"DEMO_FIX": "1"}, "overrides": [], "unset": []}
+    (failing / "triage.json").write_text(json.dumps(triage))
+    app = ConsoleApp(runs, open_run=failing)
+    started: list[Path] = []
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.snapshot is not None
+                       and app.screen.snapshot.triage is not None)
+        await pilot.press("f")
+        assert screen_name(app) == "ConfirmDialog"
+        await pilot.press("y")
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.run_dir != failing,
+                       timeout=15)
+        started.append(app.screen.run_dir)
+
+    try:
+        drive(app, body)
+        new = started[0]
+        state = json.loads((new / "state.json").read_text())
+        assert state["linked_from"] == failing.name
+        spec = json.loads((new / "spec.json").read_text())
+        assert spec["env"].get("DEMO_FIX") == "1"
+    finally:
+        for run in started:
+            cancel_run(run, 2.0)

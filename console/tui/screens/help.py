@@ -22,7 +22,7 @@ HELP_TEXT = """\
            /  search     n N  next/previous match
            F  filter to matching lines    w  wrap
            space  follow/pause    \\[ ]  previous/next step's log
-           f  rerun with fix (remedy of the primary finding)
+           f  rerun with fix    enter on a finding: go to its line
            r  report     c  cancel run (asks first)
 
 [b]Report[/b]     s  save to report.md    c  copy (terminal clipboard)

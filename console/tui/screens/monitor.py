@@ -106,6 +106,7 @@ class MonitorScreen(Screen[None]):
         self._verdict: dict[str, Any] | None = None
         self._verdict_for: str | None = None
         self._findings_sig: tuple[int, str | None] = (-1, None)
+        self._finding_rows: list[dict[str, Any]] = []
         self.drains = 0  # benchmarks read these
         self.updates = 0
 
@@ -363,6 +364,7 @@ class MonitorScreen(Screen[None]):
         rows = list(snap.findings)
         if snap.triage and not rows:
             rows = list(snap.triage.get("findings") or [])
+        self._finding_rows = rows
         for i, f in enumerate(rows):
             table.add_row(verdict_badge(f.get("verdict")), f.get("class", "?"), str(f.get("line", "")),
                           str(f.get("evidence", ""))[:200], key=str(i))
@@ -382,6 +384,32 @@ class MonitorScreen(Screen[None]):
             detail.update("No failure so far; findings above are informational.")
         else:
             detail.update("No findings.")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """enter on a finding: show its step's log, highlighting the evidence."""
+        if event.data_table.id != "findings-table" or self.snapshot is None:
+            return
+        rows = self._finding_rows
+        idx = event.cursor_row
+        if not 0 <= idx < len(rows):
+            return
+        finding = rows[idx]
+        names = [s.get("name") for s in self.snapshot.step_states()]
+        if finding.get("step") in names:
+            target = names.index(finding["step"])
+            self.log_index = None if target == self.snapshot.current_index else target
+            with self._lock:
+                self._want_log = self.snapshot.log_path(target)
+        self.action_tab("log")
+        view = self.query_one("#logview", LogView)
+        evidence = str(finding.get("evidence") or "").strip()[:60]
+        self.set_timer(0.3, lambda: self._search_evidence(view, evidence))
+
+    def _search_evidence(self, view: LogView, evidence: str) -> None:
+        if evidence and view.set_search(evidence) is None:
+            self.notify("evidence line not in the loaded part of the log", timeout=2)
+        view.focus()
+        self._render_log_bar()
 
     def _render_system(self) -> None:
         gpu = (self.snapshot.gpu if self.snapshot and self.snapshot.gpu else self._gpu)
@@ -433,13 +461,23 @@ class MonitorScreen(Screen[None]):
         elif "error" in data:
             text.append(f"deliverables unavailable: {data['error']}", style="dim")
         else:
+            if data.get("verdict"):
+                text.append("Deliverables verdict: ", style="bold")
+                text.append_text(verdict_badge(data.get("verdict")))
+                text.append("\n")
             for d in data.get("deliverables") or []:
-                text.append(f"  {str(d.get('name', d.get('deliverable', '?')))[:40]:40} ")
-                text.append_text(verdict_badge(d.get("verdict")))
-                reason = d.get("reason") or d.get("evidence")
+                text.append(f"  {str(d.get('name', '?'))[:34]:34} ")
+                text.append_text(verdict_badge(d.get("verdict") or d.get("status")))
+                reason = d.get("detail") or d.get("reason") or d.get("evidence")
                 if reason:
                     text.append(f"\n      {str(reason)[:150]}", style="dim")
                 text.append("\n")
+            for title, key in (("Limitations", "limitations"), ("Follow-ups", "follow_ups")):
+                items = data.get(key) or []
+                if items:
+                    text.append(f"\n{title}\n", style="bold")
+                    for item in items[:8]:
+                        text.append(f"  - {str(item)[:160]}\n")
         panel.update(text)
 
     def _render_log_bar(self) -> None:
@@ -541,7 +579,9 @@ class MonitorScreen(Screen[None]):
         from console.tui.screens.dialogs import ConfirmDialog
 
         primary = ((self.snapshot.triage if self.snapshot else None) or {}).get("primary")
-        if not primary or not primary.get("remedy"):
+        if not _has_fix(primary) and self._verdict:
+            primary = self._verdict.get("primary") or primary
+        if not primary or not _has_fix(primary):
             self.notify("No remedy to apply: no primary finding with a fix (see the Findings tab)",
                         severity="warning")
             return
@@ -562,6 +602,11 @@ class MonitorScreen(Screen[None]):
             self.post_message(TaskDone("rerun", error=str(exc)))
             return
         self.post_message(TaskDone("rerun", new_dir))
+
+
+def _has_fix(primary: dict[str, Any] | None) -> bool:
+    remedy = (primary or {}).get("remedy") or {}
+    return any(remedy.get(k) for k in ("env", "overrides", "unset"))
 
 
 def _psutil_host(paths: list[str]) -> dict[str, Any]:

@@ -304,6 +304,8 @@ def render_preview(plan: Any) -> Text:
     text.append("Commands that will run\n", style="bold")
     for w in data.get("warnings") or []:
         text.append(f"! {w}\n", style="yellow")
+    if "{run_dir}" in str(data.get("steps")):
+        text.append("{run_dir} is the run's own folder, created at launch\n", style="dim")
     for i, step in enumerate(data.get("steps") or [], 1):
         text.append(f"{i}. {step.get('title') or step.get('name')}", style="bold")
         if step.get("gpus"):
