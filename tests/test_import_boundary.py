@@ -76,7 +76,8 @@ def test_import_linter_contract(tmp_path: Path) -> None:
         assert sources, "no source module of the contract exists"
         lines += ["", f"[importlinter:contract:{i}]", f"name = {contract['name']}", f"type = {contract['type']}",
                   "source_modules =", *(f"    {m}" for m in sources), "forbidden_modules =",
-                  *(f"    {m}" for m in contract["forbidden_modules"])]
+                  *(f"    {m}" for m in contract["forbidden_modules"]),
+                  f"allow_indirect_imports = {contract.get('allow_indirect_imports', False)}"]
     cfg = tmp_path / "importlinter.ini"
     cfg.write_text("\n".join(lines) + "\n")
     exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
