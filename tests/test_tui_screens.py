@@ -369,3 +369,43 @@ def test_rerun_with_fix_starts_a_linked_run(tmp_path: Path) -> None:
     finally:
         for run in started:
             cancel_run(run, 2.0)
+
+
+def test_new_run_touched_areas_preview_preflight_launch(tmp_path: Path) -> None:
+    pytest.importorskip("console.plan")
+    from console.plan import recommend_levels, touched_areas
+    from console.runs.cancel import cancel_run
+
+    runs = tmp_path / "runs"
+    app = ConsoleApp(runs)
+    started: list[Path] = []
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("n")
+        scr = app.screen
+        scr.query_one("#framework").value = "nemo-rl"
+        await pilot.pause(0.2)
+        levels = scr.query_one("#levels")
+        assert levels.option_count >= 2  # the catalog's levels, with "required when"/"proves"
+        area = touched_areas()[0][0]
+        scr.query_one("#touched").select(area)
+        await pilot.pause(0.2)
+        assert sorted(levels.selected) == recommend_levels("nemo-rl", [area])
+        scr.query_one("#framework").value = "demo"
+        await pilot.pause(0.2)
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: scr.plan is not None, timeout=10)
+        preview = str(scr.query_one("#preview").render())
+        assert "Commands that will run" in preview and "console.demo.grpo" in preview
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: "Preflight:" in str(scr.query_one("#preflight-out").render()), timeout=20)
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen", timeout=20)
+        started.append(app.screen.run_dir)
+        assert (app.screen.run_dir / "doctor.json").is_file()
+
+    try:
+        drive(app, body)
+    finally:
+        for run in started:
+            cancel_run(run, 2.0)

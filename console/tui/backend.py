@@ -49,6 +49,16 @@ def run_doctor(spec: Any, plan: Any) -> dict[str, Any]:
     return _get("console.doctor", "run_doctor")(spec, plan)
 
 
+def preflight_blocks(spec: Any, plan: Any) -> tuple[dict[str, Any], bool]:
+    """The launch-time preflight (as ``rl-console run`` does it): result and whether it blocks."""
+    result = _get("console.doctor.preflight", "preflight")(spec, plan, None)
+    return result, bool(_get("console.doctor.preflight", "blocks")(result))
+
+
+def write_doctor_json(run_dir: Path, result: dict[str, Any]) -> None:
+    _get("console.doctor.preflight", "write_doctor_json")(run_dir, result)
+
+
 def start_run(spec: Any, plan: Any = None) -> Path:
     return Path(_get("console.runs.launch", "start_run")(spec, plan=plan))
 

@@ -3,6 +3,7 @@ preflight, a preview of the exact commands, and launch. All validation comes fro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from pathlib import Path
@@ -255,6 +256,8 @@ class NewRunScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="newrun-task")
     def run_task(self, kind: str, spec: RunSpec) -> None:
+        from console.errors import SpecError
+
         try:
             plan = backend.build_plan(spec)
             if kind == "preview":
@@ -262,7 +265,14 @@ class NewRunScreen(Screen[None]):
             elif kind == "preflight":
                 result = (plan, backend.run_doctor(spec, plan))
             else:
+                doctor, blocked = backend.preflight_blocks(spec, plan)
+                if blocked:
+                    self.post_message(TaskDone("preflight", (plan, doctor)))
+                    raise SpecError("preflight checks block this run: see the results above the preview "
+                                    "(or start it from the CLI with --no-doctor)")
                 result = backend.start_run(spec, plan)
+                with contextlib.suppress(OSError, backend.BackendMissing):
+                    backend.write_doctor_json(result, doctor)
         except Exception as exc:  # noqa: BLE001 - SpecError and back-end errors: one line
             self.post_message(TaskDone(kind, error=str(exc)))
             return
@@ -324,11 +334,11 @@ def render_preview(plan: Any) -> Text:
 def render_doctor(doctor: dict[str, Any]) -> Text:
     text = Text()
     text.append(f"Preflight: {doctor.get('verdict')}\n", style="bold")
-    styles = {"ok": "green", "pass": "green", "warn": "yellow", "fail": "red", "blocked": "red"}
+    styles = {"ok": "green", "warn": "yellow", "block": "bold red", "skip": "dim"}
     for check in doctor.get("checks") or []:
-        status = str(check.get("status") or check.get("verdict") or "?")
+        status = str(check.get("status") or "?")
         text.append(f"  {status:>5} ", style=styles.get(status.lower(), ""))
-        text.append(f"{check.get('name') or check.get('id')}: {check.get('message') or check.get('detail') or ''}\n")
-        if check.get("advice") and status.lower() not in ("ok", "pass"):
+        text.append(f"{check.get('id')}: {check.get('evidence') or ''}\n")
+        if check.get("advice") and status.lower() != "ok":
             text.append(f"        {check['advice']}\n", style="dim")
     return text
