@@ -89,3 +89,26 @@ def test_cancel_without_supervisor(runs_dir: Path, tmp_path: Path) -> None:
     assert cancel_run(run_dir, grace=0.5)
     assert run_processes(run_dir.name) == []
     assert read_state(run_dir)["status"] == "cancelled"
+
+
+def test_terminate_tree_reports_a_local_ray_cluster(tmp_path: Path) -> None:
+    """A ``raylet`` among the run's processes means the run started Ray (cancel then runs ``ray stop``).
+
+    The process is a renamed ``sleep``: a real ``ray stop --force`` here would stop other Ray clusters.
+    """
+    import shutil
+    import subprocess
+
+    from console.runs.cancel import terminate_tree
+
+    fake = tmp_path / "raylet"
+    shutil.copy(shutil.which("sleep"), fake)
+    env = dict(os.environ, RL_CONSOLE_RUN_ID="fake-ray-run")
+    proc = subprocess.Popen([str(fake), "600"], env=env, start_new_session=True)
+    try:
+        wait_for(lambda: bool(run_processes("fake-ray-run")), 10, "the fake raylet")
+        assert terminate_tree("fake-ray-run", set(), grace=0.5) is True
+        assert proc.wait(5) is not None and run_processes("fake-ray-run") == []
+    finally:
+        proc.kill()
+        proc.wait()
