@@ -35,31 +35,36 @@ _EXC_RE = re.compile(
 )
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Process prefixes that interleave several processes' output (Ray actors, torchrun ranks, compose...).
-_PREFIX_RES = (
-    re.compile(r"^\((?:[^()]{0,160}?\bpid=[^)]{0,80}|raylet|gcs_server|autoscaler|monitor|dashboard\w*)\)\s?"),
-    re.compile(r"^\[(?:default|rank)\d+\]:\s?"),
-    re.compile(r"^\[\d+\] (?=\[)"),
-    re.compile(r"^[\w.-]+-\d+\s+\| "),
-    re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] "),
-    re.compile(r"^\d{4}-\d\d-\d\d[ T][\d:,.]+ \| \w+ \| \w+ \| "),
-    re.compile(r"^\[(?:[a-z0-9_-]+ )?\d+step\] "),
-)
+_PREFIX_RE = re.compile("|".join(f"(?:{p})" for p in (
+    r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|raylet|gcs_server|autoscaler|monitor|dashboard\w*)\)\s?",
+    r"\[(?:default|rank)\d+\]:\s?",
+    r"\[\d+\] (?=\[)",
+    r"[\w.-]+-\d+\s+\| ",
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] ",
+    r"\d{4}-\d\d-\d\d[ T][\d:,.]+ \| \w+ \| \w+ \| ",
+    r"\[(?:[a-z0-9_-]+ )?\d+step\] ",
+)))
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
+DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
+
+
+def _line_automaton(literals: list[str]) -> Any:
+    try:
+        import ahocorasick_rs
+    except ImportError:
+        return None
+    return ahocorasick_rs.AhoCorasick(literals, matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
 def split_prefix(text: str) -> tuple[str, str]:
     """(prefix, body): strip process prefixes so interleaved processes keep separate state."""
-    prefix = ""
-    changed = True
-    while changed and text:
-        changed = False
-        for rx in _PREFIX_RES:
-            m = rx.match(text)
-            if m and m.end() > 0:
-                prefix += m.group(0).strip() + " "
-                text = text[m.end():]
-                changed = True
-    return prefix.strip(), text
+    parts: list[str] = []
+    m = _PREFIX_RE.match(text)
+    while m is not None and m.end() > 0:
+        parts.append(m.group(0).strip())
+        text = text[m.end():]
+        m = _PREFIX_RE.match(text)
+    return " ".join(parts), text
 
 
 def evidence_text(text: str) -> str:
@@ -111,8 +116,18 @@ class TriageEngine:
         self._detect = self.framework == "unknown"
         self._fw_literals = [(fw, lit) for fw in ("demo", "verl", "nemo-rl")
                              for lit in self.cat.frameworks.get(fw, ())]
-        literals = [*self.cat.literals(), *STRUCTURE_LITERALS, "[repeated"]
-        self._prefilter = re.compile("|".join(re.escape(x) for x in sorted(set(literals), key=len, reverse=True)))
+        literals = sorted({*self.cat.literals(), *STRUCTURE_LITERALS, "[repeated"})
+        self._prefilter = re.compile("|".join(re.escape(x) for x in sorted(literals, key=len, reverse=True)))
+        # literal -> indices of the rules / markers that list it (candidate selection per line)
+        self._rules_by_lit: dict[str, list[int]] = {}
+        for i, rule in enumerate(self.cat.rules):
+            for lit in rule.literals:
+                self._rules_by_lit.setdefault(lit, []).append(i)
+        self._markers_by_lit: dict[str, list[int]] = {}
+        for i, m in enumerate(self.cat.markers):
+            for lit in m.literals:
+                self._markers_by_lit.setdefault(lit, []).append(i)
+        self._line_ac = _line_automaton(literals)
         self._findings: dict[tuple[str, str], Finding] = {}
         self._order: list[Finding] = []
         self._tbs: dict[str, _Traceback] = {}
@@ -141,14 +156,14 @@ class TriageEngine:
         """True while a traceback is open: a scanner must feed the following lines too."""
         return bool(self._tbs) or bool(self._chain_pending) or bool(self._noise_pending)
 
-    def prefilter_hit(self, text: str) -> bool:
-        return self._prefilter.search(text) is not None
-
     def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
         if "\x1b" in text or "\r" in text:
             text = clean_line(text)
         self.last_line = max(self.last_line, lineno)
-        if not self.wants_more and not self._prefilter.search(text):
+        if self._detect and lineno > DETECT_LINES:
+            self._detect = False
+        present = self._present(text)
+        if not self.wants_more and not present:
             if self._detect:
                 self._detect_framework(text)
             return []
@@ -166,8 +181,8 @@ class TriageEngine:
         tb = self._tbs.get(prefix)
         if tb is not None and tb.frames and body[:1] in (" ", "\t") and not _FRAME_RE.match(body):
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
-        self._markers(body, lineno)
-        rule = self._match_rule(body, noise_only=bool(tb and tb.noise))
+        self._markers(body, lineno, present)
+        rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
         if rule is not None:
             if rule.cls == NOISE_CLASS and rule.id == "noise_exception_ignored_del":
                 self._noise_pending.add(prefix)
@@ -206,16 +221,23 @@ class TriageEngine:
                     self._detect = False
                 return
 
-    def _match_rule(self, body: str, noise_only: bool = False) -> Rule | None:
-        for rule in self.cat.rules:
+    def _present(self, text: str) -> set[str]:
+        """The catalog literals occurring in ``text`` (Aho-Corasick when available)."""
+        if self._line_ac is not None:
+            return set(self._line_ac.find_matches_as_strings(text, overlapping=True))
+        if not self._prefilter.search(text):
+            return set()
+        return {lit for lit in self._rules_by_lit.keys() | self._markers_by_lit.keys() | set(STRUCTURE_LITERALS)
+                if lit in text}
+
+    def _match_rule(self, body: str, present: set[str], noise_only: bool = False) -> Rule | None:
+        idx = sorted({i for lit in present for i in self._rules_by_lit.get(lit, ())})
+        rules = self.cat.rules
+        for i in idx:
+            rule = rules[i]
             if noise_only and rule.verdict != "Noise":
                 continue
             if rule.frameworks and self.framework not in rule.frameworks:
-                continue
-            for lit in rule.literals:
-                if lit in body:
-                    break
-            else:
                 continue
             if rule.context is not None:
                 seen = self.context.get(rule.context)
@@ -225,13 +247,10 @@ class TriageEngine:
                 return rule
         return None
 
-    def _markers(self, body: str, lineno: int) -> None:
-        for m in self.cat.markers:
-            for lit in m.literals:
-                if lit in body:
-                    break
-            else:
-                continue
+    def _markers(self, body: str, lineno: int, present: set[str]) -> None:
+        idx = sorted({i for lit in present for i in self._markers_by_lit.get(lit, ())})
+        for i in idx:
+            m = self.cat.markers[i]
             hit = m.regex.search(body)
             if hit is None:
                 continue

@@ -153,7 +153,7 @@ def scan_paths(paths: Iterable[str | Path], framework: str | None = None,
             if fw != "unknown":
                 engine.set_framework(fw)
                 break
-    finder, _ = make_finder(prefilter_literals(cat) + sorted(_framework_literals(cat)))
+    finder, _ = make_finder(prefilter_literals(cat))  # framework evidence was read from the head above
     for p in paths:
         engine.source = str(p) if len(paths) > 1 else None
         scan_file(engine, p, finder)
@@ -165,6 +165,3 @@ def triage_files(paths: Iterable[str | Path], framework: str | None = None,
     """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md."""
     return scan_paths(paths, framework, catalog).result(exit_code)
 
-
-def _framework_literals(cat: Catalog) -> set[str]:
-    return {lit for lits in cat.frameworks.values() for lit in lits}
