@@ -162,3 +162,28 @@ def test_hang_from_monitor() -> None:
     eng.note_hang(1800.0)
     res = eng.result()
     assert res["verdict"] == "Fail" and res["primary"]["class"] == "hang"
+
+
+def test_pure_python_fallback_matches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without the optional Aho-Corasick package the results are the same."""
+    import builtins
+
+    from console.triage import engine as engine_mod
+
+    real_import = builtins.__import__
+
+    def no_ac(name: str, *a, **k):  # noqa: ANN002, ANN003, ANN202
+        if name == "ahocorasick_rs":
+            raise ImportError(name)
+        return real_import(name, *a, **k)
+
+    names = ("chained_cause_first", "rocr_verl_guard", "nemo_pass", "noise_del_traceback", "cuda_graph_frames")
+    before = {n: triage_files([FIXTURES / f"{n}.log"]) for n in names}
+    monkeypatch.setattr(builtins, "__import__", no_ac)
+    assert engine_mod._line_automaton(["x"]) is None
+    assert scan.make_finder(["x"])[1] == "regex"
+    for n in names:
+        assert triage_files([FIXTURES / f"{n}.log"]) == before[n]
+    raw = tmp_path / "bin.log"
+    raw.write_bytes(b"\x00\xff\xfe garbage\n\x1b[31mRuntimeError: CUDA error: out of memory\x1b[0m\r\n")
+    assert triage_files([raw])["primary"]["class"] == "cuda_oom"
