@@ -12,6 +12,7 @@ from typing import Any
 
 import psutil
 
+from console.runs.cancel import running_groups
 from console.runs.procs import run_processes
 from console.runs.state import is_finished, read_state
 
@@ -58,7 +59,7 @@ def reap_runs(runs_dir: Path) -> list[int]:
         if not (run_dir / "state.json").exists():
             continue
         state = read_state(run_dir)
-        procs = run_processes(state["id"], roots=[s["pgid"] for s in state["steps"] if s.get("pgid")])
+        procs = run_processes(state["id"], roots=running_groups(state))
         sup = state.get("supervisor_pid")
         with contextlib.suppress(psutil.Error):
             if sup and psutil.Process(sup).status() != psutil.STATUS_ZOMBIE and not is_finished(state):

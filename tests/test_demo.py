@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from runs_support import cli, reap_runs
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 
 @pytest.fixture

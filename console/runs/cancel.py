@@ -88,8 +88,9 @@ def stop_local_ray() -> bool:
     return False
 
 
-def _step_groups(state: dict[str, Any]) -> set[int]:
-    return {s["pgid"] for s in state.get("steps", []) if s.get("pgid")}
+def running_groups(state: dict[str, Any]) -> set[int]:
+    """Process groups of steps still marked running (an ended step's id may belong to another process now)."""
+    return {s["pgid"] for s in state.get("steps", []) if s.get("pgid") and s.get("status") == "running"}
 
 
 def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
@@ -121,7 +122,7 @@ def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
     if alive(sup) and not is_finished(state):
         with contextlib.suppress(psutil.Error):
             psutil.Process(sup).kill()
-    saw_ray = terminate_tree(state["id"], _step_groups(state), grace)
+    saw_ray = terminate_tree(state["id"], running_groups(state), grace)
     if saw_ray:
         stop_local_ray()
     if not is_finished(read_state(run_dir)):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from console.events import Event, EventBus
-from console.runs.cancel import mark_cancelled, stop_local_ray, terminate_tree
+from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, terminate_tree
 from console.runs.launch import SECRETS_ENV
 from console.runs.pipeline import Pipeline, _optional
 from console.runs.procs import RUN_ID_ENV
@@ -159,8 +159,7 @@ class Supervisor:
                 grace = float(read_state(self.run_dir).get("cancel_grace") or 10.0)
             except (OSError, ValueError):
                 grace = 10.0
-        state = read_state(self.run_dir)
-        pgids = {s["pgid"] for s in state["steps"] if s.get("pgid")}
+        pgids = running_groups(read_state(self.run_dir))
         self.saw_ray = terminate_tree(self.run_id, pgids, grace, exclude={os.getpid()}) or self.saw_ray
 
     # ------------------------------------------------------------------ the run
