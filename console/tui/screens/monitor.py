@@ -35,7 +35,7 @@ from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, 
 from console.tui.screens.badges import status_text, verdict_badge
 from console.tui.widgets.logview import KEEP_LINES, LogView
 
-LOG_POLL_S = 0.05
+LOG_POLL_S = 0.08
 STATE_POLL_S = 0.5
 HOST_POLL_S = 2.0
 KEY_METRICS = ("loss", "reward", "token_mult_prob_error", "gen_kl_error", "grad_norm", "lr")
