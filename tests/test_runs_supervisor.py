@@ -166,3 +166,31 @@ def test_rerun_with_remedy_links_and_applies(runs_dir: Path, monkeypatch: pytest
     assert new_spec["extra"]["linked_from"] == first.name and new_spec["extra"]["remedy"]["unset"] == ["ROCR_VISIBLE_DEVICES"]
     assert state["linked_from"] == first.name
     assert all("ROCR_VISIBLE_DEVICES" in s["unset"] for s in json.loads((second / "plan.json").read_text())["steps"])
+
+
+def test_pipeline_failure_never_reaches_the_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A parser that raises is switched off; the triage engine and the log reading go on."""
+    from console.events import EventBus, read_events
+    from console.runs.pipeline import Pipeline
+
+    log = tmp_path / "step.log"
+    log.write_text("========================= Step 1/2 =========================\n  • Loss: nan\n")
+    bus = EventBus(tmp_path / "events.jsonl")
+    pipe = Pipeline(tmp_path, "nemo-rl", bus)
+    pipe.start_step("s", log)
+
+    class Broken:
+        def feed(self, text: str, now: float | None = None) -> list:
+            raise RuntimeError("parser bug")
+
+    assert pipe.step is not None
+    pipe.step.parser = Broken()
+    pipe.tick()
+    with open(log, "a") as fh:
+        fh.write("last line without newline: Loss: nan")
+    result = pipe.end_step(1)
+    bus.close()
+    assert "parser (s) disabled" in capsys.readouterr().err
+    events, _ = read_events(tmp_path / "events.jsonl")
+    assert any(e.type == "finding" and e.data.get("class") == "metric_failure" for e in events)
+    assert result is not None and result["verdict"] == "Fail"

@@ -24,7 +24,7 @@ def _optional(spec: str) -> Any | None:
     module, _, attr = spec.partition(":")
     try:
         return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
+    except Exception:  # missing, or broken mid-edit: the run goes on without it
         return None
 
 

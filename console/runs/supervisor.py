@@ -118,7 +118,8 @@ class Supervisor:
         if proc is None and not exit_file.exists():
             return None
         self._publish("step_state", name, status="running", exit_code=None, reason=None)
-        self.pipeline.start_step(name, log, proc.pid if proc is not None else None)
+        with contextlib.suppress(Exception):
+            self.pipeline.start_step(name, log, proc.pid if proc is not None else None)
         last_check = 0.0
         while proc is not None and proc.poll() is None:
             with contextlib.suppress(Exception):
