@@ -44,7 +44,7 @@ def test_steps_run_in_order_failure_skips_the_rest(runs_dir: Path) -> None:
     assert state["steps"][3]["reason"] == "step broken failed (exit code 3)"
     assert state["status"] == "failed" and state["verdict"] == "Fail"
     log = (run_dir / "logs/01-first.log").read_text()
-    assert f"hello from {run_dir.name}" in log and "stdin ''" in log and "err" in log
+    assert f"hello from {os.path.realpath(run_dir)}" in log and "stdin ''" in log and "err" in log
     assert (run_dir / "logs/03-broken.exit").read_text().strip() == "3"
     assert not (run_dir / "logs/04-never.log").exists()
     # secrets reach the step but never the run folder's own files

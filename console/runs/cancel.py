@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from console.runs.procs import alive, looks_like_ray, run_processes
+from console.runs.procs import alive, looks_like_ray, run_marker, run_processes
 from console.runs.state import is_finished, read_state, update_state
 
 POLL_S = 0.1
@@ -122,7 +122,7 @@ def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
     if alive(sup) and not is_finished(state):
         with contextlib.suppress(psutil.Error):
             psutil.Process(sup).kill()
-    saw_ray = terminate_tree(state["id"], running_groups(state), grace)
+    saw_ray = terminate_tree(run_marker(run_dir), running_groups(state), grace)
     if saw_ray:
         stop_local_ray()
     if not is_finished(read_state(run_dir)):

@@ -1,6 +1,6 @@
 """Process-tree discovery for a run: every process a step started, also those in their own session.
 
-Each step runs with ``RL_CONSOLE_RUN_ID=<id>`` in its environment; children inherit it, so a process
+Each step runs with ``RL_CONSOLE_RUN_ID=<absolute run folder>`` in its environment; children inherit it, so a process
 that left the step's process group (``setsid``, daemonised Ray workers) is still found through
 ``/proc/<pid>/environ``. Psutil descendants of known pids cover processes that cleared their env.
 """
@@ -14,6 +14,17 @@ from collections.abc import Iterable
 import psutil
 
 RUN_ID_ENV = "RL_CONSOLE_RUN_ID"
+
+
+def run_marker(run_dir: str | os.PathLike[str]) -> str:
+    """The marker value a run's steps carry in ``RL_CONSOLE_RUN_ID``.
+
+    The absolute run folder, not the bare id: two runs folders can hold runs with the same id
+    (same second, same framework), and a cancel in one must never touch the other.
+    """
+    return os.path.realpath(run_dir)
+
+
 RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "redis-server")
 
 

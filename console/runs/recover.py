@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from console.runs.cancel import running_groups
-from console.runs.procs import alive, run_processes
+from console.runs.procs import alive, run_marker, run_processes
 from console.runs.state import is_finished, read_state, update_state
 from console.runs.stepwrap import read_exit
 
@@ -30,7 +30,7 @@ def settle_lost_run(run_dir: Path) -> bool:
     state = read_state(run_dir)
     if not supervisor_lost(state):
         return False
-    if run_processes(state["id"], roots=running_groups(state)):
+    if run_processes(run_marker(run_dir), roots=running_groups(state)):
         return False  # a step still runs on its own; its wrapper will record the exit code
 
     def settle(s: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from console.events import Event, EventBus
 from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, terminate_tree
 from console.runs.launch import SECRETS_ENV
 from console.runs.pipeline import Pipeline, _optional
-from console.runs.procs import RUN_ID_ENV
+from console.runs.procs import RUN_ID_ENV, run_marker
 from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.stepwrap import exit_status, read_exit, write_exit
 
@@ -69,7 +69,7 @@ class Supervisor:
             env[key] = secret_env.get(key, value)
         for key in step.get("unset") or []:
             env.pop(key, None)
-        env[RUN_ID_ENV] = self.run_id
+        env[RUN_ID_ENV] = run_marker(self.run_dir)
         env["RL_CONSOLE_RUN_DIR"] = str(self.run_dir)
         env["PYTHONUNBUFFERED"] = "1"
         return env
@@ -161,7 +161,7 @@ class Supervisor:
             except (OSError, ValueError):
                 grace = 10.0
         pgids = running_groups(read_state(self.run_dir))
-        self.saw_ray = terminate_tree(self.run_id, pgids, grace, exclude={os.getpid()}) or self.saw_ray
+        self.saw_ray = terminate_tree(run_marker(self.run_dir), pgids, grace, exclude={os.getpid()}) or self.saw_ray
 
     # ------------------------------------------------------------------ the run
     def run(self) -> int:
