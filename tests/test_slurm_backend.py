@@ -224,13 +224,13 @@ def test_job_that_can_never_start_is_blocked(cluster: SlurmCluster, tmp_path: Pa
 
 def test_node_failure_mid_job_is_blocked(cluster: SlurmCluster, tmp_path: Path) -> None:
     run_dir, spec, plan = make_run(tmp_path, [
-        {"name": "train", "argv": ["sh", "-c", "echo training; sleep 60"]},
+        {"name": "train", "argv": ["sh", "-c", "echo training; sleep 600"]},
     ])
     job_id = submit(run_dir, spec, plan)
     wait_for(lambda: (run_dir / "logs" / "01-train.log").exists(), what="the step to start")
     try:
         cluster.kill_slurmd()
-        final = backend.follow(run_dir, poll_s=POLL, max_s=60)
+        final = backend.follow(run_dir, poll_s=POLL, max_s=150)
         assert final["verdict"] == "Blocked" and final["status"] == "blocked"
         assert final["slurm_state"] == "NODE_FAIL"
         assert "not evidence against the change" in final["slurm_reason"]
