@@ -79,6 +79,8 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--container", default=None)
     p.add_argument("--mounts", default=None, help="SRC:DST,...")
     p.add_argument("--gpus-per-node", type=int, default=None)
+    p.add_argument("--hang-timeout", type=float, default=None, metavar="SECONDS",
+                   help="report a hang after this long without training progress (default 1800)")
     p.add_argument("--bridge-test", dest="bridge_tests", action="append", default=[],
                    help="extra model-specific Bridge test path (repeatable)")
 
@@ -108,6 +110,11 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     extra: dict[str, Any] = {}
     if getattr(args, "bridge_tests", None):
         extra["bridge_tests"] = list(args.bridge_tests)
+    hang = getattr(args, "hang_timeout", None)
+    if hang is not None:
+        if hang <= 0:
+            raise SpecError(f"--hang-timeout {hang}: must be a positive number of seconds")
+        extra["hang_timeout_s"] = float(hang)
     return RunSpec(
         framework=framework,
         levels=sorted(set(args.levels)) if args.levels else [0],

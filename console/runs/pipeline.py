@@ -8,6 +8,8 @@ engine or a sampler disables that part (noted once in supervisor.log) and never 
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import sys
 import time
 import traceback
@@ -18,6 +20,17 @@ from typing import Any
 from console.events import Event, EventBus
 
 SAMPLE_EVERY_S = 1.0
+DEFAULT_HANG_TIMEOUT_S = 1800.0
+HANG_ENV = "RL_CONSOLE_HANG_TIMEOUT"
+
+
+def hang_timeout(spec: dict[str, Any]) -> float:
+    """Seconds without progress before a step is reported as hung: spec, then env, then 30 min."""
+    value = (spec.get("extra") or {}).get("hang_timeout_s") or os.environ.get(HANG_ENV)
+    try:
+        return float(value) if value else DEFAULT_HANG_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_HANG_TIMEOUT_S
 
 
 def _optional(spec: str) -> Any | None:
@@ -26,6 +39,14 @@ def _optional(spec: str) -> Any | None:
         return getattr(importlib.import_module(module), attr)
     except Exception:  # missing, or broken mid-edit: the run goes on without it
         return None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 class _Fenced:
@@ -51,9 +72,16 @@ class _Fenced:
 class StepMonitor:
     """Tail + parse + triage of one step's log."""
 
-    def __init__(self, name: str, log: Path, framework: str, bus: EventBus) -> None:
+    def __init__(self, name: str, log: Path, framework: str, bus: EventBus,
+                 hang_after_s: float = DEFAULT_HANG_TIMEOUT_S, progress_only: bool = True) -> None:
         self.name = name
         self.bus = bus
+        # training steps must show progress (banners, results); other steps just any log line
+        self.progress_only = progress_only
+        self.stall: Any = None
+        stall_cls = _optional("console.monitor.eta:StallDetector")
+        if stall_cls is not None:
+            self.stall = stall_cls(hang_after_s)
         self.tailer: Any = None
         self.parser: Any = None
         self.engine: Any = None
@@ -72,17 +100,35 @@ class StepMonitor:
         if self.tailer is None:
             return 0
         lines = self.fence["tail"].call(self.tailer.poll) or []
+        if lines and self.stall is not None and not self.progress_only:
+            self.stall.activity()
         for line in lines:
             if self.parser is not None:
                 for ev in self.fence["parser"].call(self.parser.feed, line.text) or []:
                     ev.step = self.name
                     self.bus.publish(ev)
+                    if self.stall is not None and ev.type in self.stall.PROGRESS_TYPES:
+                        self.stall.activity()
             if self.engine is not None:
                 for finding in self.fence["triage"].call(self.engine.feed, line.lineno, line.text) or []:
                     data = dict(finding)
                     data.setdefault("line", line.lineno)
                     self.bus.publish(Event("finding", self.name, data))
+        self._check_stall()
         return len(lines)
+
+    def _check_stall(self) -> None:
+        if self.stall is None:
+            return
+        hang = self.stall.check()
+        if hang is None:
+            return
+        hang.step = self.name
+        self.bus.publish(hang)
+        if self.engine is not None:
+            finding = self.fence["triage"].call(self.engine.note_hang, hang.data["idle_s"])
+            if finding:
+                self.bus.publish(Event("finding", self.name, dict(finding)))
 
     def finish(self, exit_code: int | None) -> dict[str, Any] | None:
         """Drain the log and return the step's triage JSON (or None)."""
@@ -120,6 +166,10 @@ class Pipeline:
         self._sampler: Any = None
         self._sampler_fence = _Fenced("resource sampler")
         self.step_pid: int | None = None
+        spec = _read_json(run_dir / "spec.json")
+        plan = _read_json(run_dir / "plan.json")
+        self.hang_after_s = hang_timeout(spec)
+        self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
         sampler_cls = _optional("console.monitor.sampler:ResourceSampler")
         gpu_cls = _optional("console.monitor.gpu:GpuSampler")
         host_cls = _optional("console.monitor.host:HostSampler")
@@ -141,7 +191,9 @@ class Pipeline:
             return set()
 
     def start_step(self, name: str, log: Path, pid: int | None = None) -> None:
-        self.step = StepMonitor(name, log, self.framework, self.bus)
+        kind = self._kinds.get(name, "train")
+        self.step = StepMonitor(name, log, self.framework, self.bus, hang_after_s=self.hang_after_s,
+                                progress_only=kind == "train")
         self.step_pid = pid
 
     def tick(self) -> None:

@@ -191,6 +191,7 @@ class RunModel:
         self.snapshot = RunSnapshot(run_dir=run_dir)
         self._events_offset = 0
         self._metrics_mtime = 0.0
+        self._json_shorts: set[str] = set()
         self._triage_mtime = 0.0
         plan = read_json(run_dir / "plan.json") or {}
         self.snapshot.plan_steps = list(plan.get("steps") or [])
@@ -234,6 +235,8 @@ class RunModel:
             snap.hang_idle_s = data.get("idle_s")
 
     def _add_point(self, name: str, step: Any, value: Any) -> None:
+        if name in self._json_shorts:
+            return
         try:
             point = (int(step) if step is not None else -1, float(value))
         except (TypeError, ValueError):
@@ -270,6 +273,11 @@ class RunModel:
             points.sort()
             if points:
                 self.snapshot.metrics[str(tag)] = points[-MAX_POINTS:]
+        # metrics.json is the authority once written: drop the series parsed from the log's
+        # results block that it also holds ("loss" beside "train/loss"), so no metric shows twice.
+        self._json_shorts = {str(tag).rsplit("/", 1)[-1] for tag in data if "/" in str(tag)}
+        for name in [n for n in self.snapshot.metrics if "/" not in n and n in self._json_shorts]:
+            del self.snapshot.metrics[name]
 
     def _load_triage(self) -> None:
         path = self.run_dir / "triage.json"
