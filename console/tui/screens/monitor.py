@@ -429,9 +429,14 @@ class MonitorScreen(Screen[None]):
             util = dev.get("util")
             lines.append(f" {human_bytes(used)}/{human_bytes(total)} util "
                          f"{'n/a' if util is None else str(util) + '%'}{' MIG' if dev.get('mig') else ''}\n")
-            for proc in dev.get("procs") or []:
-                mark = "*" if proc.get("ours") else " "
-                lines.append(f"     {mark} pid {proc.get('pid')} {str(proc.get('name') or '')[:20]} "
+            procs = list(dev.get("procs") or [])
+            ours = sum(float(p.get("mem") or 0) for p in procs if p.get("ours"))
+            if procs:
+                lines.append(f"     this run {human_bytes(ours)}, others "
+                             f"{human_bytes(sum(float(p.get('mem') or 0) for p in procs) - ours)}\n")
+            for proc in procs:
+                mark = "this run" if proc.get("ours") else "other"
+                lines.append(f"     {mark:8} pid {proc.get('pid')} {str(proc.get('name') or '')[:20]} "
                              f"{human_bytes(proc.get('mem'))}\n", style="bold" if proc.get("ours") else "dim")
         self.query_one("#gpu-panel", Static).update(lines)
         htext = Text()
