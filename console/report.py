@@ -9,10 +9,10 @@ passes through ``console.redact`` before it is shown or written.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from console.atomic import write_text_atomic
 from console.redact import redact_text
 from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, read_json, run_verdict
 
@@ -184,7 +184,5 @@ def write_report(run_dir: Path, data: dict[str, Any] | None = None) -> tuple[Pat
     data = data if data is not None else render_json(run_dir)
     md, js = run_dir / "report.md", run_dir / "report.json"
     for path, text in ((md, render_markdown(run_dir, data)), (js, json.dumps(data, indent=2) + "\n")):
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(path, text)
     return md, js

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from console.atomic import write_json_atomic
 from console.doctor.registry import run_doctor
 from console.spec import RunSpec
 
@@ -16,19 +14,8 @@ DOCTOR_FILE = "doctor.json"
 
 def write_doctor_json(run_dir: Path, result: dict[str, Any]) -> Path:
     """Write `doctor.json` atomically (tmp + fsync + rename). The result is already redacted."""
-    run_dir.mkdir(parents=True, exist_ok=True)
     target = run_dir / DOCTOR_FILE
-    fd, tmp = tempfile.mkstemp(prefix=".doctor.", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(result, fh, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(target, result)
     return target
 
 

@@ -12,9 +12,9 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
+from console.atomic import write_json_atomic
 from console.monitor.tb_reader import TbReader, find_event_files
 
 
@@ -39,18 +39,6 @@ def dump(
     return data
 
 
-def write_json_atomic(path: Path, data: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _summary(data: dict[str, dict[str, float]]) -> str:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from console.atomic import write_json_atomic  # also imported from here by callers
+
 STATE = "state.json"
 LOCK = ".lock"
 TERMINAL = ("passed", "failed", "blocked", "cancelled")
@@ -52,16 +54,6 @@ def locked(run_dir: Path) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, default=str)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def read_state(run_dir: Path) -> dict[str, Any]:

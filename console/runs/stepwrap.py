@@ -8,11 +8,12 @@ step's exit status, or ``128 + signal`` when a signal ended it (shell convention
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from console.atomic import write_text_atomic
 
 
 def exit_status(returncode: int) -> int:
@@ -20,12 +21,7 @@ def exit_status(returncode: int) -> int:
 
 
 def write_exit(path: Path, code: int) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(f"{code}\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, f"{code}\n")
 
 
 def read_exit(path: Path) -> int | None:

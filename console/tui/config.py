@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 from typing import Any
+
+from console.atomic import write_json_atomic
 
 
 def config_path() -> Path:
@@ -26,10 +29,5 @@ def save_config(**updates: Any) -> None:
     path = config_path()
     data = load_config()
     data.update(updates)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        write_json_atomic(path, data, fsync=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from textual import work
@@ -11,6 +10,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TextArea
 
+from console.atomic import write_text_atomic
 from console.redact import redact_text
 from console.tui import backend
 from console.tui.messages import TaskDone
@@ -68,10 +68,8 @@ class ReportScreen(Screen[None]):
             self.notify("nothing to save yet", severity="warning")
             return
         path = self.run_dir / "report.md"
-        tmp = path.with_suffix(".md.tmp")
         try:
-            tmp.write_text(self.markdown, encoding="utf-8")
-            os.replace(tmp, path)
+            write_text_atomic(path, self.markdown)
         except OSError as exc:
             self.notify(f"could not save: {exc}", severity="error")
             return
