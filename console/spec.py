@@ -21,6 +21,7 @@ class SlurmOptions:
     container: str | None = None
     mounts: list[str] = field(default_factory=list)
     gpus_per_node: int | None = None
+    cpus_per_task: int | None = None
 
 
 @dataclass
@@ -79,6 +80,8 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--container", default=None)
     p.add_argument("--mounts", default=None, help="SRC:DST,...")
     p.add_argument("--gpus-per-node", type=int, default=None)
+    p.add_argument("--cpus-per-task", type=int, default=None,
+                   help="Slurm: CPUs for each step (default: the cluster's default, often 1)")
     p.add_argument("--hang-timeout", type=float, default=None, metavar="SECONDS",
                    help="report a hang after this long without training progress (default 1800)")
     p.add_argument("--bridge-test", dest="bridge_tests", action="append", default=[],
@@ -128,6 +131,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         launcher=args.launcher,
         slurm=SlurmOptions(nodes=args.nodes, partition=args.partition, account=args.account,
                            time=args.time, container=args.container, mounts=mounts,
-                           gpus_per_node=args.gpus_per_node),
+                           gpus_per_node=args.gpus_per_node,
+                           cpus_per_task=getattr(args, "cpus_per_task", None)),
         extra=extra,
     )

@@ -121,3 +121,15 @@ def test_bad_input_is_one_clear_error(tmp_path: Path) -> None:
         render(tmp_path / "run", {"steps": []}, _spec(tmp_path))
     with pytest.raises(SpecError, match="mounts"):
         render(tmp_path / "run", PLAN, _spec(tmp_path, container="i", mounts=["nocolon"]))
+
+
+def test_cpus_per_task_reaches_sbatch_and_every_srun_step(tmp_path: Path) -> None:
+    sub = render(tmp_path / "run", PLAN, _spec(tmp_path, cpus_per_task=2))
+    assert "--cpus-per-task=2" in sub.sbatch_args
+    srun_lines = [ln for ln in sub.script_text.splitlines() if " srun " in ln]
+    assert srun_lines and all("--cpus-per-task=2" in ln for ln in srun_lines)
+    assert subprocess.run(["bash", "-n"], input=sub.script_text, text=True).returncode == 0
+    without = render(tmp_path / "run2", PLAN, _spec(tmp_path))
+    assert not any("--cpus-per-task" in a for a in without.sbatch_args)
+    with pytest.raises(SpecError, match="--cpus-per-task"):
+        render(tmp_path / "run3", PLAN, _spec(tmp_path, cpus_per_task=0))

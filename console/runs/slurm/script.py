@@ -280,6 +280,10 @@ def sbatch_resource_args(spec: RunSpec, steps: list[dict[str, Any]], job_name: s
     gpus = gpus_per_node(spec, steps)
     if gpus:
         args.append(f"--gres=gpu:{gpus}")
+    if o.cpus_per_task is not None:
+        if o.cpus_per_task < 1:
+            raise SpecError(f"--cpus-per-task {o.cpus_per_task}: must be at least 1")
+        args.append(f"--cpus-per-task={o.cpus_per_task}")
     return args
 
 
@@ -295,6 +299,8 @@ def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
     warnings: list[str] = []
     if mode == "srun":
         prefix = ["srun", "--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1"]
+        if spec.slurm.cpus_per_task:  # srun does not inherit it from sbatch (Slurm >= 22.05)
+            prefix.append(f"--cpus-per-task={spec.slurm.cpus_per_task}")
         if spec.slurm.container:
             prefix += [f"--container-image={spec.slurm.container}",
                        f"--container-mounts={','.join(container_mounts(spec, run_dir))}"]
