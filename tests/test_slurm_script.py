@@ -126,7 +126,7 @@ def test_bad_input_is_one_clear_error(tmp_path: Path) -> None:
 def test_cpus_per_task_reaches_sbatch_and_every_srun_step(tmp_path: Path) -> None:
     sub = render(tmp_path / "run", PLAN, _spec(tmp_path, cpus_per_task=2))
     assert "--cpus-per-task=2" in sub.sbatch_args
-    srun_lines = [ln for ln in sub.script_text.splitlines() if " srun " in ln]
+    srun_lines = [ln for ln in sub.script_text.splitlines() if " srun --" in ln]
     assert srun_lines and all("--cpus-per-task=2" in ln for ln in srun_lines)
     assert subprocess.run(["bash", "-n"], input=sub.script_text, text=True).returncode == 0
     without = render(tmp_path / "run2", PLAN, _spec(tmp_path))
