@@ -192,6 +192,9 @@ def test_demo_and_report_cli(tmp_path: Path) -> None:
     data = json.loads(p.stdout)
     assert data["result"] == "Pass" and data["deliverables"][0]["status"] == "Not requested"
     assert (run / "report.md").read_text().startswith("Result: Pass")
+    p = subprocess.run([sys.executable, "-m", "console", "report", "last", "--runs-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stdout.startswith("Result: Pass"), p.stderr
     p = subprocess.run([sys.executable, "-m", "console", "report", "no-such-run", "--runs-dir", str(tmp_path)],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "no run" in p.stderr

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from console import exitcodes
-from console.errors import ConsoleError, RunNotFound
+from console.errors import ConsoleError
 
 
 def _print_human(res: dict[str, Any]) -> None:
@@ -55,21 +54,11 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
 
 def resolve_run_dir(run: str, runs_dir: str | None = None) -> Path:
-    """A run given as a folder path, an id under the run store, or a unique id prefix."""
-    direct = Path(run).expanduser()
-    if direct.is_dir() and ((direct / "state.json").exists() or (direct / "spec.json").exists()):
-        return direct
-    store = Path(runs_dir or os.environ.get("RL_CONSOLE_RUNS") or "runs").expanduser()
-    cand = store / run
-    if cand.is_dir():
-        return cand
-    if store.is_dir():
-        matches = sorted(p for p in store.iterdir() if p.is_dir() and p.name.startswith(run))
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise RunNotFound(f"run {run!r} is ambiguous in {store}: {', '.join(m.name for m in matches[:5])}")
-    raise RunNotFound(f"no run {run!r} (looked for a folder and under {store})")
+    """A run given as a folder path, an id, a unique id prefix or ``last`` (see RunStore.resolve)."""
+    from console.runs.store import RunStore
+    from console.spec import default_runs_dir
+
+    return RunStore(Path(runs_dir or default_runs_dir()).expanduser()).resolve(run)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

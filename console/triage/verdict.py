@@ -34,6 +34,14 @@ FRAMEWORK_LABELS = {"nemo-rl": "NeMo-RL", "verl": "verl", "demo": "demo"}
 RUN_LABELS = {"nemo-rl": "NeMo-RL Megatron policy run", "verl": "verl Megatron backend run",
               "demo": "Demo GRPO run"}
 FAILING = ("Fail", "Blocked")
+
+
+def _check_row(evidence: str) -> str:
+    """A check_metrics table row (``│ FAIL │ expr │ value │ msg │``) as ``FAIL: expr [value: v]``."""
+    cells = [c.strip() for c in evidence.replace("┃", "│").split("│") if c.strip()]
+    if len(cells) >= 3 and cells[0] in ("FAIL", "PASS"):
+        return f"{cells[0]}: {cells[1]} [value: {cells[2]}]"
+    return evidence
 VENDORED_BRIDGE = "3rdparty/Megatron-Bridge-workspace/Megatron-Bridge"
 
 
@@ -450,7 +458,7 @@ def _capture(ctx: _Context) -> dict[str, Any]:
             status, primary, reason = _group_status(metric_items)
             if status in FAILING:
                 ok = False
-                parts.append(f"metric assertions failed: {(primary or {}).get('evidence', '')}")
+                parts.append(f"metric assertions failed: {_check_row((primary or {}).get('evidence', ''))}")
                 return {"name": name, "status": "Fail", "detail": "; ".join(parts), "primary": primary}
             parts.append("metric assertions " + ("passed" if status == "Pass" else f"not run ({reason})"))
             if status == "Skipped":
