@@ -376,24 +376,39 @@ def _train_criteria(ctx: _Context, step: dict[str, Any], r: dict[str, Any]) -> l
     return missing
 
 
-def _framework_run(ctx: _Context) -> dict[str, Any]:
-    name = RUN_LABELS.get(ctx.framework, "Framework run")
-    items = ctx.of("framework_run", "train") or ctx.of("framework_run")
-    if not items:
-        return {"name": name, "status": "Skipped", "detail": "no framework run in the plan"}
+
+def _titles(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    return ", ".join(s.get("title") or s.get("name") for s, _ in items)
+
+
+def _unmet(ctx: _Context, name: str, items: list[tuple[dict[str, Any], dict[str, Any]]],
+           prefix: str, *, name_steps: bool) -> dict[str, Any] | None:
+    """The deliverable's Fail/Blocked/Skipped entry when its steps failed, were skipped or missed
+    a training criterion; None when every step met its criteria."""
     status, primary, reason = _group_status(items)
-    titles = ", ".join(s.get("title") or s.get("name") for s, _ in items)
     if status in FAILING:
+        p = primary or {}
         return {"name": name, "status": status, "primary": primary,
-                "detail": f"{titles}: {(primary or {}).get('class', 'failed')} - {(primary or {}).get('evidence', '')}"}
+                "detail": f"{_titles(items)}: {p.get('class', 'failed')} - {p.get('evidence', '')}"}
     if status == "Skipped":
         return {"name": name, "status": "Skipped", "detail": reason}
     missing = []
     for s, r in items:
         if s.get("kind") == "train":
-            missing += _train_criteria(ctx, s, r)
+            missing += [f"{s.get('name')}: {m}" if name_steps else m for m in _train_criteria(ctx, s, r)]
     if missing:
-        return {"name": name, "status": "Fail", "detail": f"{titles}: " + "; ".join(missing)}
+        return {"name": name, "status": "Fail", "detail": prefix + "; ".join(missing)}
+    return None
+
+def _framework_run(ctx: _Context) -> dict[str, Any]:
+    name = RUN_LABELS.get(ctx.framework, "Framework run")
+    items = ctx.of("framework_run", "train") or ctx.of("framework_run")
+    if not items:
+        return {"name": name, "status": "Skipped", "detail": "no framework run in the plan"}
+    titles = _titles(items)
+    unmet = _unmet(ctx, name, items, f"{titles}: ", name_steps=False)
+    if unmet is not None:
+        return unmet
     prog = next((r.get("progress") for s, r in items if s.get("kind") == "train"), None) or {}
     where = f" (step {prog.get('step')}/{prog.get('total')})" if prog.get("step") else ""
     return {"name": name, "status": "Pass", "detail": f"{titles}{where}"}
@@ -412,20 +427,11 @@ def _variants(ctx: _Context) -> dict[str, Any]:
         status = run["status"] if run["status"] != "Skipped" else "Skipped"
         return {"name": name, "status": status, "detail": f"{label} (applied to the framework run): {run['detail']}",
                 "primary": run.get("primary")}
-    status, primary, reason = _group_status(items)
-    titles = ", ".join(s.get("title") or s.get("name") for s, _ in items)
+    titles = _titles(items)
     desc = ", ".join(x for x in (label, f"Level {'/'.join(map(str, levels))}" if levels else "") if x)
-    if status in FAILING:
-        return {"name": name, "status": status, "primary": primary,
-                "detail": f"{titles}: {(primary or {}).get('class', 'failed')} - {(primary or {}).get('evidence', '')}"}
-    if status == "Skipped":
-        return {"name": name, "status": "Skipped", "detail": reason}
-    missing = []
-    for s, r in items:
-        if s.get("kind") == "train":
-            missing += [f"{s.get('name')}: {m}" for m in _train_criteria(ctx, s, r)]
-    if missing:
-        return {"name": name, "status": "Fail", "detail": "; ".join(missing)}
+    unmet = _unmet(ctx, name, items, "", name_steps=True)
+    if unmet is not None:
+        return unmet
     return {"name": name, "status": "Pass", "detail": f"{desc + ': ' if desc else ''}{titles}"}
 
 
