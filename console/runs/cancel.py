@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -77,8 +78,14 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
+def ray_command() -> str | None:
+    """The ``ray`` CLI of this interpreter's environment, else the one on PATH."""
+    beside = Path(sys.executable).with_name("ray")
+    return str(beside) if beside.exists() else shutil.which("ray")
+
+
 def stop_local_ray() -> bool:
-    ray = shutil.which("ray")
+    ray = ray_command()
     if ray is None:
         return False
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
