@@ -108,6 +108,28 @@ def _result_sentence(v: dict[str, Any], spec: dict[str, Any], framework: str) ->
     return f"{label} at Level {levels} has not produced a decision yet (incomplete)."
 
 
+def _preflight_line(doctor: dict[str, Any]) -> str:
+    """``doctor.json`` in one line: its verdict and every check that was not ok."""
+    if not doctor.get("verdict"):
+        return ""
+    bad = [f"{c.get('id')} {c.get('status')} ({str(c.get('evidence') or '').splitlines()[0][:120]})"
+           for c in doctor.get("checks") or [] if c.get("status") != "ok"]
+    return str(doctor["verdict"]) + (": " + "; ".join(bad) if bad else ": every check ok")
+
+
+def _rerun_line(extra: dict[str, Any]) -> str:
+    """What a rerun-with-fix changed, so the report records the remedy that was applied."""
+    if not extra.get("linked_from"):
+        return ""
+    remedy = extra.get("remedy") or {}
+    bits = [f"unset {u}" for u in remedy.get("unset") or []]
+    bits += [f"{k}={v}" for k, v in (remedy.get("env") or {}).items()]
+    bits += list(remedy.get("overrides") or [])
+    what = f" for {remedy['class']}" if remedy.get("class") else ""
+    return (f"of run {extra['linked_from']} with the remedy{what} applied: "
+            + (", ".join(bits) if bits else "no env or override change"))
+
+
 def render_json(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     v = run_verdict(run_dir)
@@ -128,6 +150,12 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     if framework != "demo":
         evidence["bridge_repo"] = _repo_state(run_dir, plan_steps, v, spec.get("bridge_repo"), "bridge")
         evidence["repo"] = _repo_state(run_dir, plan_steps, v, spec.get("repo"), "repo")
+    preflight = _preflight_line(read_json(run_dir / "doctor.json", {}) or {})
+    if preflight:
+        evidence["preflight"] = preflight
+    rerun = _rerun_line(spec.get("extra") or {})
+    if rerun:
+        evidence["rerun_of"] = rerun
     out = {
         "run": run_dir.name,
         "result": v["verdict"],
@@ -161,6 +189,10 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
     if fw != "demo":
         lines.append(f"- Bridge repo: {ev.get('bridge_repo') or 'not recorded'}")
         lines.append(f"- {REPO_LABELS.get(fw, FRAMEWORK_LABELS.get(fw, fw) + ' repo')}: {ev.get('repo') or 'not recorded'}")
+    if ev.get("rerun_of"):
+        lines.append(f"- Rerun: {ev['rerun_of']}")
+    if ev.get("preflight"):
+        lines.append(f"- Preflight (rl-console doctor): {ev['preflight']}")
     cmds = ev.get("commands") or []
     if len(cmds) <= 1:
         lines.append(f"- Command: {cmds[0] if cmds else 'none'}")

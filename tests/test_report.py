@@ -198,3 +198,20 @@ def test_demo_and_report_cli(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "console", "report", "no-such-run", "--runs-dir", str(tmp_path)],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "no run" in p.stderr
+
+
+def test_rerun_with_fix_and_preflight_are_in_the_evidence(tmp_path: Path) -> None:
+    doctor = {"verdict": "warn", "checks": [
+        {"id": "disk_space", "status": "ok", "evidence": "plenty", "advice": "", "remedy": {}},
+        {"id": "stale_ray", "status": "warn", "evidence": "raylet pid 42 is running", "advice": "",
+         "remedy": {"commands": [["ray", "stop", "--force"]]}}]}
+    run = make_run(tmp_path, "nemo-rl", nemo_steps(), NEMO_LOGS, metrics=GOOD_METRICS, doctor=doctor)
+    spec = json.loads((run / "spec.json").read_text())
+    spec["extra"] = {"linked_from": "20261121-220000-nemo-rl-l0", "remedy": {
+        "class": "cuda_graph_crash", "env": {}, "unset": ["ROCR_VISIBLE_DEVICES"],
+        "overrides": ["policy.generation.mcore_generation_config.num_cuda_graphs=null"]}}
+    (run / "spec.json").write_text(json.dumps(spec))
+    md = render_markdown(run)
+    assert ("- Rerun: of run 20261121-220000-nemo-rl-l0 with the remedy for cuda_graph_crash applied: "
+            "unset ROCR_VISIBLE_DEVICES, policy.generation.mcore_generation_config.num_cuda_graphs=null") in md
+    assert "- Preflight (rl-console doctor): warn: stale_ray warn (raylet pid 42 is running)" in md
