@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def wait_screen(session: str, needle: str, timeout: float) -> str:
 def start(session: str, env: dict[str, str], *args: str) -> None:
     cmd = ["env", *(f"{k}={v}" for k, v in env.items()), str(BIN), *args]
     subprocess.run(["tmux", "new-session", "-d", "-x", "100", "-y", "30", "-s", session,
-                    " ".join(cmd)], check=True)  # argv of our own fixed words and tmp paths
+                    shlex.join(cmd)], check=True)
 
 
 def test_demo_in_tmux_survives_console_restart(tmp_path: Path) -> None:
