@@ -295,7 +295,11 @@ class Follower:
         m = states.meaning(status.state)
         reason = self.scheduler_message or status.reason
         if status.state == "UNKNOWN":
-            # forgotten by the scheduler and no accounting: the exit files are the evidence
+            # forgotten by the scheduler and no accounting: the exit files are the evidence,
+            # unless rl-console asked for the cancel (a loaded controller may forget the job
+            # before the follower ever saw it CANCELLED)
+            if read_state(self.run_dir).get("cancel_requested"):
+                return "Cancelled", "cancelled from rl-console"
             if all(s[0] in ("passed", "failed") for s in self.scanned):
                 return steps_verdict(self.steps, self.scanned), None
             return "Blocked", status.reason
