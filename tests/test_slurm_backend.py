@@ -231,7 +231,7 @@ def test_node_failure_mid_job_is_blocked(cluster: SlurmCluster, tmp_path: Path) 
     try:
         cluster.kill_slurmd()
         final = backend.follow(run_dir, poll_s=POLL, max_s=150)
-        assert final["verdict"] == "Blocked" and final["status"] == "blocked"
+        assert final["verdict"] == "Blocked" and final["status"] == "blocked", json.dumps(final)
         assert final["slurm_state"] == "NODE_FAIL"
         assert "not evidence against the change" in final["slurm_reason"]
         assert final["steps"][0]["status"] == "cancelled"
