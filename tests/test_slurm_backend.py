@@ -195,16 +195,21 @@ def test_start_run_then_reattach_after_the_console_is_killed(cluster: SlurmClust
     assert "done" in (run_dir / "logs" / "01-slow.log").read_text()
 
 
+def _log_says(log: Path, text: str) -> bool:
+    return log.exists() and text in log.read_text(errors="replace")
+
+
 def test_cancel_run_of_the_runs_engine_scancels(cluster: SlurmCluster, tmp_path: Path) -> None:
     from console.runs.cancel import cancel_run
     from console.runs.launch import start_run
 
     spec = RunSpec(framework="demo", launcher="slurm", runs_dir=str(tmp_path),
                    extra={"slurm_gpu_sampling": False})
-    plan = {"steps": [{"name": "long", "argv": ["sleep", "120"], "cwd": str(tmp_path), "env": {}, "gpus": 0}]}
+    plan = {"steps": [{"name": "long", "argv": ["sh", "-c", "echo started; sleep 120"], "cwd": str(tmp_path),
+                       "env": {}, "gpus": 0}]}
     run_dir = start_run(spec, plan=plan)
     job_id = read_state(run_dir)["slurm_job_id"]
-    wait_for(lambda: (run_dir / "logs" / "01-long.log").exists(), what="the step to start")
+    wait_for(lambda: _log_says(run_dir / "logs" / "01-long.log", "started"), what="the step to start")
     assert cancel_run(run_dir, grace=2) is True
     final = read_state(run_dir)
     assert final["verdict"] == "Cancelled" and final["steps"][0]["status"] == "cancelled"
@@ -227,7 +232,9 @@ def test_node_failure_mid_job_is_blocked(cluster: SlurmCluster, tmp_path: Path) 
         {"name": "train", "argv": ["sh", "-c", "echo training; sleep 600"]},
     ])
     job_id = submit(run_dir, spec, plan)
-    wait_for(lambda: (run_dir / "logs" / "01-train.log").exists(), what="the step to start")
+    # the log file exists as soon as the batch script redirects into it, before srun launched
+    # the task: wait for the task's own output, or the kill races the launch (srun then fails)
+    wait_for(lambda: _log_says(run_dir / "logs" / "01-train.log", "training"), what="the step to start")
     try:
         cluster.kill_slurmd()
         final = backend.follow(run_dir, poll_s=POLL, max_s=150)

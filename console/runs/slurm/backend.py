@@ -262,6 +262,8 @@ class Follower:
                 started = [i for i, st in enumerate(s["steps"]) if st.get("status") in ("passed", "failed")]
                 if started and not any(st.get("status") == "running" for st in s["steps"]):
                     s["steps"][started[-1]]["status"] = "running"
+            last_started = max((i for i, st in enumerate(s["steps"]) if st.get("status") != "pending"),
+                               default=-1)
             for i, st in enumerate(s["steps"]):
                 if st.get("status") == "running":
                     st["status"] = "cancelled" if verdict in ("Cancelled", "Blocked") else "failed"
@@ -270,8 +272,9 @@ class Follower:
                     events.append(Event("step_state", self.steps[i]["name"],
                                         {"status": st["status"], "exit_code": st.get("exit_code"),
                                          "reason": st["reason"]}))
-                elif verdict == "Cancelled" and st.get("status") == "failed" and st.get("exit_code") in (
-                        130, 137, 143):
+                elif verdict == "Cancelled" and st.get("status") == "failed" and (
+                        st.get("exit_code") in (130, 137, 143) or i == last_started):
+                    # killed by the cancel, or its srun was refused mid-launch by the cancel
                     st["status"] = "cancelled"
                     st["reason"] = reason or "cancelled"
                     events.append(Event("step_state", self.steps[i]["name"],
