@@ -80,8 +80,7 @@ def split_cr_segments(text: str) -> list[str]:
     out: list[str] = []
     last_bar = ""
     prefix = ""
-    n = len(segments)
-    for i, seg in enumerate(segments):
+    for seg in segments:
         if not seg.strip():
             continue
         if _RAY_PREFIX_ONLY_RE.match(seg):
@@ -93,8 +92,8 @@ def split_cr_segments(text: str) -> list[str]:
             if after.strip():
                 out.append(prefix + after.strip())
             continue
-        if i < n - 1 and _BARLIKE_RE.search(seg) and len(seg) < 400:
-            # an overwritten, non-tqdm progress state: a terminal would not show it any more
+        if _BARLIKE_RE.search(seg) and len(seg) < 400:
+            # a non-tqdm progress state: only the last one stays on a terminal, after the messages
             last_bar = prefix + seg.strip()
             continue
         out.append(prefix + seg.rstrip())
