@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from console.atomic import write_text_atomic
+from console.fileio import read_json, write_text_atomic
 from console.redact import redact_text
-from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, read_json, run_verdict
+from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
 MAX_DIRTY = 20

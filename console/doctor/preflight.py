@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from console.atomic import write_json_atomic
 from console.doctor.registry import run_doctor
+from console.fileio import write_json_atomic
 from console.spec import RunSpec
 
 DOCTOR_FILE = "doctor.json"

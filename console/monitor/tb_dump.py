@@ -14,7 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from console.atomic import write_json_atomic
+from console.fileio import write_json_atomic
 from console.monitor.tb_reader import TbReader, find_event_files
 
 

@@ -1,14 +1,12 @@
 """The supervisor's monitoring pipeline: tail each step's log, feed the progress parser and the
 triage engine, sample GPUs and the host, and publish everything to ``events.jsonl``.
 
-Every part is optional and fenced: a missing module or an exception inside a parser, the triage
-engine or a sampler disables that part (noted once in supervisor.log) and never reaches the run.
+Every part is fenced: an exception inside the tailer, a parser, the triage engine or a sampler
+disables that part (noted once in supervisor.log) and never reaches the run.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 import sys
 import time
@@ -18,6 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from console.events import Event, EventBus
+from console.fileio import read_json
+from console.monitor.eta import StallDetector
+from console.monitor.gpu import GpuSampler
+from console.monitor.host import HostSampler, default_disk_paths
+from console.monitor.procs import run_process_tree
+from console.monitor.progress import make_parser
+from console.monitor.sampler import ResourceSampler
+from console.monitor.tailer import Tailer
+from console.triage.engine import TriageEngine
 
 SAMPLE_EVERY_S = 1.0
 DEFAULT_HANG_TIMEOUT_S = 1800.0
@@ -33,19 +40,8 @@ def hang_timeout(spec: dict[str, Any]) -> float:
         return DEFAULT_HANG_TIMEOUT_S
 
 
-def _optional(spec: str) -> Any | None:
-    module, _, attr = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except Exception:  # missing, or broken mid-edit: the run goes on without it
-        return None
-
-
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    data = read_json(path, {})
     return data if isinstance(data, dict) else {}
 
 
@@ -78,36 +74,27 @@ class StepMonitor:
         self.bus = bus
         # training steps must show progress (banners, results); other steps just any log line
         self.progress_only = progress_only
-        self.stall: Any = None
-        stall_cls = _optional("console.monitor.eta:StallDetector")
-        if stall_cls is not None:
-            self.stall = stall_cls(hang_after_s)
+        self.stall = StallDetector(hang_after_s)
         self.tailer: Any = None
         self.parser: Any = None
         self.engine: Any = None
         self.fence = {k: _Fenced(f"{k} ({name})") for k in ("tail", "parser", "triage")}
-        tailer_cls = _optional("console.monitor.tailer:Tailer")
-        make_parser = _optional("console.monitor.progress:make_parser")
-        engine_cls = _optional("console.triage.engine:TriageEngine")
-        if tailer_cls is not None:
-            self.tailer = self.fence["tail"].call(lambda: tailer_cls(log, emit_partial=False))
-        if make_parser is not None:
-            self.parser = self.fence["parser"].call(make_parser, framework)
-        if engine_cls is not None:
-            self.engine = self.fence["triage"].call(engine_cls, framework)
+        self.tailer = self.fence["tail"].call(lambda: Tailer(log, emit_partial=False))
+        self.parser = self.fence["parser"].call(make_parser, framework)
+        self.engine = self.fence["triage"].call(TriageEngine, framework)
 
     def poll(self) -> int:
         if self.tailer is None:
             return 0
         lines = self.fence["tail"].call(self.tailer.poll) or []
-        if lines and self.stall is not None and not self.progress_only:
+        if lines and not self.progress_only:
             self.stall.activity()
         for line in lines:
             if self.parser is not None:
                 for ev in self.fence["parser"].call(self.parser.feed, line.text) or []:
                     ev.step = self.name
                     self.bus.publish(ev)
-                    if self.stall is not None and ev.type in self.stall.PROGRESS_TYPES:
+                    if ev.type in self.stall.PROGRESS_TYPES:
                         self.stall.activity()
             if self.engine is not None:
                 for finding in self.fence["triage"].call(self.engine.feed, line.lineno, line.text) or []:
@@ -118,8 +105,6 @@ class StepMonitor:
         return len(lines)
 
     def _check_stall(self) -> None:
-        if self.stall is None:
-            return
         hang = self.stall.check()
         if hang is None:
             return
@@ -170,25 +155,12 @@ class Pipeline:
         plan = _read_json(run_dir / "plan.json")
         self.hang_after_s = hang_timeout(spec)
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
-        sampler_cls = _optional("console.monitor.sampler:ResourceSampler")
-        gpu_cls = _optional("console.monitor.gpu:GpuSampler")
-        host_cls = _optional("console.monitor.host:HostSampler")
-        disks = _optional("console.monitor.host:default_disk_paths")
-        if sampler_cls and gpu_cls and host_cls and disks:
-            self._sampler = self._sampler_fence.call(lambda: sampler_cls(
-                bus, gpu=gpu_cls(run_pids_fn=self._step_pids), host=host_cls(paths=disks(run_dir))))
+        self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
+            bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))
 
     def _step_pids(self) -> set[int]:
         """The current step's processes (its wrapper's descendants), to mark GPU processes as ours."""
-        if not self.step_pid:
-            return set()
-        try:
-            import psutil
-
-            root = psutil.Process(self.step_pid)
-            return {root.pid} | {p.pid for p in root.children(recursive=True)}
-        except Exception:
-            return set()
+        return run_process_tree([self.step_pid]) if self.step_pid else set()
 
     def start_step(self, name: str, log: Path, pid: int | None = None) -> None:
         kind = self._kinds.get(name, "train")

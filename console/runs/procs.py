@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 import psutil
 
+from console.monitor.procs import run_process_tree
+
 RUN_ID_ENV = "RL_CONSOLE_RUN_ID"
 
 
@@ -28,53 +30,24 @@ def run_marker(run_dir: str | os.PathLike[str]) -> str:
 RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "redis-server")
 
 
-def _has_marker(proc: psutil.Process, run_id: str) -> bool:
-    try:
-        return proc.environ().get(RUN_ID_ENV) == run_id
-    except (psutil.Error, OSError):
-        return False
-
-
 def run_processes(run_id: str, roots: Iterable[int] = (), exclude: Iterable[int] = ()) -> list[psutil.Process]:
-    """Live processes of the run: ``roots`` and their descendants, plus every process carrying the marker.
+    """Live processes of the run: ``roots`` and their descendants, plus every process carrying the
+    marker ``run_id`` (see ``run_marker``) and its descendants.
 
     ``exclude`` (and this process and its ancestors) are never returned.
     """
     skip = set(exclude) | {os.getpid()}
     with contextlib.suppress(psutil.Error):
         skip |= {p.pid for p in psutil.Process().parents()}
-    found: dict[int, psutil.Process] = {}
-
-    def add(proc: psutil.Process) -> None:
-        if proc.pid in skip or proc.pid in found:
-            return
+    found: list[psutil.Process] = []
+    for pid in run_process_tree(roots, marker_env=f"{RUN_ID_ENV}={run_id}") - skip:
         try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return
-        except psutil.Error:
-            return
-        found[proc.pid] = proc
-
-    for pid in roots:
-        try:
-            root = psutil.Process(pid)
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
         except psutil.Error:
             continue
-        add(root)
-        try:
-            for child in root.children(recursive=True):
-                add(child)
-        except psutil.Error:
-            pass
-    for proc in psutil.process_iter(["pid"]):
-        if proc.pid not in found and proc.pid not in skip and _has_marker(proc, run_id):
-            add(proc)
-            try:
-                for child in proc.children(recursive=True):
-                    add(child)
-            except psutil.Error:
-                pass
-    return list(found.values())
+    return found
 
 
 def looks_like_ray(procs: Iterable[psutil.Process]) -> bool:

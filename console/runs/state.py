@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from console.atomic import write_json_atomic  # also imported from here by callers
+from console.fileio import write_json_atomic  # also imported from here by callers
 
 STATE = "state.json"
 LOCK = ".lock"

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from console.atomic import write_text_atomic
+from console.fileio import write_text_atomic
 
 
 def exit_status(returncode: int) -> int:

@@ -23,10 +23,11 @@ from typing import Any
 from console.events import Event, EventBus
 from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, terminate_tree
 from console.runs.launch import SECRETS_ENV
-from console.runs.pipeline import Pipeline, _optional
+from console.runs.pipeline import Pipeline
 from console.runs.procs import RUN_ID_ENV, run_marker
 from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.stepwrap import exit_status, read_exit, write_exit
+from console.triage.verdict import run_verdict
 
 TICK_S = 0.2
 STATE_CHECK_S = 0.5
@@ -222,14 +223,12 @@ class Supervisor:
         return 0
 
     def _triage(self) -> dict[str, Any] | None:
-        run_verdict = _optional("console.triage.verdict:run_verdict")
-        if run_verdict is not None:
-            try:
-                result = run_verdict(self.run_dir)
-                if isinstance(result, dict) and result.get("verdict"):
-                    return result
-            except Exception:
-                traceback.print_exc(file=sys.stderr)
+        try:
+            result = run_verdict(self.run_dir)
+            if isinstance(result, dict) and result.get("verdict"):
+                return result
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
         results = self.pipeline.step_results
         failed = [r for r in results.values() if r.get("verdict") in ("Fail", "Blocked")]
         if failed:

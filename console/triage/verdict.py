@@ -19,7 +19,6 @@ Incomplete otherwise (still running, or steps skipped without a failure).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shlex
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from console.events import iter_events
+from console.fileio import read_json
 from console.redact import redact_env, redact_text
 from console.triage.rules import CATALOG, default_catalog
 
@@ -47,12 +47,6 @@ VENDORED_BRIDGE = "3rdparty/Megatron-Bridge-workspace/Megatron-Bridge"
 
 # ---------------------------------------------------------------------------------------- reading
 
-def read_json(path: Path, default: Any = None) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return default
 
 
 def _limitations_catalog() -> dict[str, Any]:

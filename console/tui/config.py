@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from console.atomic import write_json_atomic
+from console.fileio import write_json_atomic
 
 
 def config_path() -> Path:

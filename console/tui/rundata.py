@@ -15,6 +15,7 @@ from typing import Any
 
 from console.errors import RunNotFound
 from console.events import Event, read_events
+from console.fileio import read_json
 
 LIVE_STATUSES = ("pending", "running")
 MAX_POINTS = 600  # per metric series kept for plots
@@ -22,11 +23,6 @@ MAX_FINDINGS = 500
 _TAIL_BYTES = 64 * 1024
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _last_progress(events_path: Path) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import GpuSampler
 from console.runs.slurm.script import Submission, plan_dict, render, step_file_stem
 from console.runs.state import read_state, update_state, write_json_atomic
+from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
 
 SLURM_DIR = "slurm"
@@ -119,20 +120,13 @@ def job_logs(run_dir: Path, job_id: str, mode: str) -> list[str]:
     return logs
 
 
-def _read_exit(path: Path) -> int | None:
-    try:
-        return int(path.read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return None
-
-
 def scan_steps(run_dir: Path, steps: list[dict[str, Any]]) -> list[tuple[str, int | None, float | None]]:
     """Per step, from the files the batch script writes: (status, exit_code, started)."""
     out: list[tuple[str, int | None, float | None]] = []
     for i, step in enumerate(steps, start=1):
         stem = step_file_stem(i, step["name"])
         log = run_dir / "logs" / f"{stem}.log"
-        code = _read_exit(run_dir / "logs" / f"{stem}.exit")
+        code = read_exit(run_dir / "logs" / f"{stem}.exit")
         started = None
         with contextlib.suppress(OSError):
             started = log.stat().st_mtime if code is not None else log.stat().st_ctime

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TextArea
 
-from console.atomic import write_text_atomic
+from console.fileio import write_text_atomic
 from console.redact import redact_text
 from console.tui import backend
 from console.tui.messages import TaskDone

@@ -1,5 +1,5 @@
-"""Atomic file writes for the run folder and settings: a reader never sees half a file, and a
-failed write (full disk, permissions) leaves the previous file intact and no temp file behind."""
+"""Run-folder and settings files: atomic writes (a reader never sees half a file, and a failed
+write on a full disk leaves the previous file intact and no temp file behind) and tolerant reads."""
 
 from __future__ import annotations
 
@@ -28,3 +28,12 @@ def write_text_atomic(path: Path, text: str, *, fsync: bool = True) -> None:
 
 def write_json_atomic(path: Path, data: Any, *, fsync: bool = True) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, default=str) + "\n", fsync=fsync)
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    """The parsed file, or ``default`` when it is missing, unreadable or not JSON (mid-write)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return default
