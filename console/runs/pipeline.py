@@ -141,7 +141,8 @@ class StepMonitor:
 class Pipeline:
     """All monitoring of a run; the supervisor calls ``start_step``, ``tick`` and ``end_step``."""
 
-    def __init__(self, run_dir: Path, framework: str, bus: EventBus) -> None:
+    def __init__(self, run_dir: Path, framework: str, bus: EventBus, plan: dict[str, Any] | None = None) -> None:
+        """``plan`` is ``plan.json`` (with its ``spec``) when the caller already read it."""
         self.run_dir = run_dir
         self.framework = framework
         self.bus = bus
@@ -151,9 +152,8 @@ class Pipeline:
         self._sampler: Any = None
         self._sampler_fence = _Fenced("resource sampler")
         self.step_pid: int | None = None
-        spec = _read_json(run_dir / "spec.json")
-        plan = _read_json(run_dir / "plan.json")
-        self.hang_after_s = hang_timeout(spec)
+        plan = plan if plan is not None else _read_json(run_dir / "plan.json")
+        self.hang_after_s = hang_timeout(plan.get("spec") or _read_json(run_dir / "spec.json"))
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
         self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
             bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))

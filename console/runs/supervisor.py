@@ -42,7 +42,7 @@ class Supervisor:
         self.run_id = self.run_dir.name
         self.secrets: dict[str, Any] = json.loads(os.environ.pop(SECRETS_ENV, "") or "{}")
         self.bus = EventBus(self.run_dir / "events.jsonl")
-        self.pipeline = Pipeline(self.run_dir, str(self.spec.get("framework") or "unknown"), self.bus)
+        self.pipeline = Pipeline(self.run_dir, str(self.spec.get("framework") or "unknown"), self.bus, self.plan)
         self.cancelled = False
         self.saw_ray = False
         self._signalled = False
