@@ -58,6 +58,12 @@ def _free_port_pair() -> int:
     raise RuntimeError("no free port pair on 127.0.0.1")
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
@@ -70,9 +76,12 @@ def _alive(pid: int) -> bool:
 class SlurmCluster:
     """Start with ``start()``, always ``stop()`` (the pytest fixture does both)."""
 
-    def __init__(self, base: Path, slurmd_timeout: int = 4) -> None:
+    def __init__(self, base: Path, slurmd_timeout: int = 4, nodes: int = 1) -> None:
         self.base = base.resolve()
         self.node = socket.gethostname().split(".")[0]
+        # more nodes: one more slurmd each on this host (``slurmd -N NAME``), on its own port, with
+        # its own spool dir, pid file and log (``%n`` in slurm.conf)
+        self.nodes = [self.node] + [f"rlcnode{i}" for i in range(2, nodes + 1)]
         self.slurmd_timeout = slurmd_timeout
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.conf = self.base / "slurm" / "slurm.conf"
@@ -103,7 +112,11 @@ class SlurmCluster:
         hw = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, check=True).stdout
         hw_fields = hw.splitlines()[0].split(None, 1)[1]  # drop "NodeName=..."
         self.ctld_port = _free_port_pair()
+        multi = len(self.nodes) > 1
+        node_ports = [self.ctld_port + 1] + [_free_port() for _ in self.nodes[1:]]
         s = self.base / "slurm"
+        for name in self.nodes if multi else []:
+            (s / "spool" / name).mkdir(parents=True, exist_ok=True)
         true_bin = shutil.which("true") or "/bin/true"
         lines = [
             "ClusterName=rlconsole",
@@ -116,11 +129,11 @@ class SlurmCluster:
             "CredType=cred/munge",
             f"MailProg={true_bin}",
             f"StateSaveLocation={s / 'state'}",
-            f"SlurmdSpoolDir={s / 'spool'}",
+            f"SlurmdSpoolDir={s / 'spool' / '%n'}" if multi else f"SlurmdSpoolDir={s / 'spool'}",
             f"SlurmctldPidFile={s / 'slurmctld.pid'}",
-            f"SlurmdPidFile={s / 'slurmd.pid'}",
+            f"SlurmdPidFile={s / ('slurmd-%n.pid' if multi else 'slurmd.pid')}",
             f"SlurmctldLogFile={s / 'log' / 'slurmctld.log'}",
-            f"SlurmdLogFile={s / 'log' / 'slurmd.log'}",
+            f"SlurmdLogFile={s / 'log' / ('slurmd-%n.log' if multi else 'slurmd.log')}",
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "SelectType=select/cons_tres",
@@ -134,7 +147,9 @@ class SlurmCluster:
             "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0",
             "AccountingStorageType=accounting_storage/none",
             "JobAcctGatherType=jobacct_gather/none",
-            f"NodeName={self.node} NodeHostname={self.node} NodeAddr=127.0.0.1 {hw_fields} State=UNKNOWN",
+            *(f"NodeName={name} NodeHostname={self.node} NodeAddr=127.0.0.1"
+              + (f" Port={port}" if multi else "") + f" {hw_fields} State=UNKNOWN"
+              for name, port in zip(self.nodes, node_ports, strict=True)),
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
             # a partition whose limit no 10-minute job can meet: jobs pend there for ever
             "PartitionName=tiny Nodes=ALL Default=NO MaxTime=1 State=UP",
@@ -185,9 +200,11 @@ class SlurmCluster:
         return self
 
     def start_slurmd(self) -> None:
-        self._start("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", self.node])
-        self._wait(f"node {self.node} idle", lambda: self.node_state() in ("idle", "mixed", "allocated"),
-                   timeout=30)
+        for i, name in enumerate(self.nodes):
+            self._start("slurmd" if i == 0 else f"slurmd-{name}", ["slurmd", "-D", "-f", str(self.conf), "-N", name])
+        for name in self.nodes:
+            self._wait(f"node {name} idle", lambda n=name: self.node_state(n) in ("idle", "mixed", "allocated"),
+                       timeout=30)
 
     def _scheduler_cycled(self) -> bool:
         out = self.run("sdiag", check=False).stdout
@@ -199,8 +216,8 @@ class SlurmCluster:
                 return int(line.split(":")[1]) > 0
         return False
 
-    def node_state(self) -> str:
-        return self.run("sinfo", "-h", "-n", self.node, "-o", "%T", check=False).stdout.strip().split("\n")[0]
+    def node_state(self, node: str | None = None) -> str:
+        return self.run("sinfo", "-h", "-n", node or self.node, "-o", "%T", check=False).stdout.strip().split("\n")[0]
 
     def kill_slurmd(self) -> None:
         """SIGKILL slurmd (the node dies as far as slurmctld knows; slurmstepd lives on)."""
@@ -249,7 +266,7 @@ class SlurmCluster:
         """Kill slurmstepd processes of this cluster and their sessions (slurmd gone, or cancel too slow)."""
         spool = self.base / "slurm" / "spool"
         for _ in range(20):
-            if not spool.exists() or not any(p.is_socket() for p in spool.iterdir()):
+            if not spool.exists() or not any(p.is_socket() for p in spool.rglob("*")):
                 break
             stepds = self._stepd_pids()
             if not stepds:
@@ -270,7 +287,7 @@ class SlurmCluster:
                             "squeue", "-h", "-o", "%A", check=False).stdout.strip():
                         time.sleep(0.2)
         self.stop_job_leftovers()
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in [n for n in self.procs if n.startswith("slurmd-")] + ["slurmd", "slurmctld", "munged"]:
             p = self.procs.pop(name, None)
             if p is None or p.poll() is not None:
                 continue
@@ -283,8 +300,8 @@ class SlurmCluster:
 
 
 @contextlib.contextmanager
-def slurm_cluster(base: Path) -> Iterator[SlurmCluster]:
-    cluster = SlurmCluster(base)
+def slurm_cluster(base: Path, nodes: int = 1) -> Iterator[SlurmCluster]:
+    cluster = SlurmCluster(base, nodes=nodes)
     try:
         cluster.start()
         yield cluster

@@ -24,7 +24,9 @@ from console.monitor.procs import run_process_tree
 from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
+from console.runs.state import read_state
 from console.triage.engine import TriageEngine
+from console.triage.verdict import run_verdict
 
 SAMPLE_EVERY_S = 1.0
 DEFAULT_HANG_TIMEOUT_S = 1800.0
@@ -69,9 +71,13 @@ class StepMonitor:
     """Tail + parse + triage of one step's log."""
 
     def __init__(self, name: str, log: Path, framework: str, bus: EventBus,
-                 hang_after_s: float = DEFAULT_HANG_TIMEOUT_S, progress_only: bool = True) -> None:
+                 hang_after_s: float = DEFAULT_HANG_TIMEOUT_S, progress_only: bool = True,
+                 quiet_through: int = 0) -> None:
         self.name = name
         self.bus = bus
+        # lines up to this one were published by an earlier follower of the same log: feed them to
+        # the parser and the triage engine again (their state), publish nothing for them
+        self.quiet_through = quiet_through
         # training steps must show progress (banners, results); other steps just any log line
         self.progress_only = progress_only
         self.stall = StallDetector(hang_after_s)
@@ -90,17 +96,20 @@ class StepMonitor:
         if lines and not self.progress_only:
             self.stall.activity()
         for line in lines:
+            loud = line.lineno > self.quiet_through
             if self.parser is not None:
                 for ev in self.fence["parser"].call(self.parser.feed, line.text) or []:
                     ev.step = self.name
-                    self.bus.publish(ev)
+                    if loud:
+                        self.bus.publish(ev)
                     if ev.type in self.stall.PROGRESS_TYPES:
                         self.stall.activity()
             if self.engine is not None:
                 for finding in self.fence["triage"].call(self.engine.feed, line.lineno, line.text) or []:
                     data = dict(finding)
                     data.setdefault("line", line.lineno)
-                    self.bus.publish(Event("finding", self.name, data))
+                    if loud:
+                        self.bus.publish(Event("finding", self.name, data))
         self._check_stall()
         return len(lines)
 
@@ -141,8 +150,11 @@ class StepMonitor:
 class Pipeline:
     """All monitoring of a run; the supervisor calls ``start_step``, ``tick`` and ``end_step``."""
 
-    def __init__(self, run_dir: Path, framework: str, bus: EventBus, plan: dict[str, Any] | None = None) -> None:
-        """``plan`` is ``plan.json`` (with its ``spec``) when the caller already read it."""
+    def __init__(self, run_dir: Path, framework: str, bus: EventBus, plan: dict[str, Any] | None = None,
+                 local_resources: bool = True) -> None:
+        """``plan`` is ``plan.json`` (with its ``spec``) when the caller already read it.
+        ``local_resources=False``: no GPU/host sampling of this machine (a Slurm follower samples the
+        job's nodes itself)."""
         self.run_dir = run_dir
         self.framework = framework
         self.bus = bus
@@ -155,17 +167,18 @@ class Pipeline:
         plan = plan if plan is not None else _read_json(run_dir / "plan.json")
         self.hang_after_s = hang_timeout(plan.get("spec") or _read_json(run_dir / "spec.json"))
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
-        self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
-            bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))
+        if local_resources:
+            self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
+                bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))
 
     def _step_pids(self) -> set[int]:
         """The current step's processes (its wrapper's descendants), to mark GPU processes as ours."""
         return run_process_tree([self.step_pid]) if self.step_pid else set()
 
-    def start_step(self, name: str, log: Path, pid: int | None = None) -> None:
+    def start_step(self, name: str, log: Path, pid: int | None = None, quiet_through: int = 0) -> None:
         kind = self._kinds.get(name, "train")
         self.step = StepMonitor(name, log, self.framework, self.bus, hang_after_s=self.hang_after_s,
-                                progress_only=kind == "train")
+                                progress_only=kind == "train", quiet_through=quiet_through)
         self.step_pid = pid
 
     def tick(self) -> None:
@@ -191,3 +204,42 @@ class Pipeline:
     def close(self) -> None:
         if self._sampler is not None:
             self._sampler_fence.call(self._sampler.gpu.close)
+
+    def step_kind(self, name: str) -> str:
+        return self._kinds.get(name, "train")
+
+
+# ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------
+def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's triage JSON (``triage.json``): the verdict engine over the run folder; when that
+    fails, the first failing step's own triage (else the last step's)."""
+    try:
+        result = run_verdict(run_dir)
+        if isinstance(result, dict) and result.get("verdict"):
+            return result
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
+    failed = [r for r in step_results.values() if r.get("verdict") in ("Fail", "Blocked")]
+    if failed:
+        return failed[0]
+    return list(step_results.values())[-1] if step_results else None
+
+
+def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
+    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
+    stopping_ok = all(
+        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
+        for s, plan_step in zip(state["steps"], steps, strict=False)
+    )
+    tri = (triage or {}).get("verdict")
+    if tri in ("Fail", "Blocked"):
+        return tri
+    return "Pass" if stopping_ok else "Fail"
+
+
+def run_outcome(run_dir: Path, steps: list[dict[str, Any]],
+                step_results: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+    """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
+    decides, and what the Slurm follower decides before it adds what only the job state knows."""
+    triage = final_triage(run_dir, step_results)
+    return decide_verdict(read_state(run_dir), steps, triage), triage

@@ -7,15 +7,14 @@ Readers never lock: rename makes every read see a whole file. Writers serialise 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from console.fileio import write_json_atomic  # also imported from here by callers
+from console.runs.lockfile import exclusive
 
 STATE = "state.json"
 LOCK = ".lock"
@@ -46,14 +45,10 @@ def initial_state(run_id: str, steps: list[dict[str, Any]], launcher: str = "loc
 
 @contextlib.contextmanager
 def locked(run_dir: Path) -> Iterator[None]:
-    """Exclusive advisory lock on ``run_dir/.lock`` (blocks until free)."""
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    """Exclusive lock on ``run_dir/.lock`` (blocks until free): ``flock``, or an O_EXCL lock file
+    where the filesystem has no flock (console.runs.lockfile)."""
+    with exclusive(run_dir / LOCK):
         yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def read_state(run_dir: Path) -> dict[str, Any]:

@@ -9,7 +9,6 @@ The job id lives in ``state.json`` (``slurm_job_id``), so any console can reatta
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import subprocess
@@ -21,16 +20,22 @@ from pathlib import Path
 from typing import Any
 
 from console.events import Event, EventBus
+from console.fileio import read_json
+from console.runs.lockfile import LockFile, is_locked
+from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.slurm import scheduler, states
-from console.runs.slurm.gpu import GpuSampler
+from console.runs.slurm.gpu import NodeSampler
 from console.runs.slurm.script import Submission, plan_dict, render, step_file_stem
-from console.runs.state import read_state, update_state, write_json_atomic
+from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
 
 SLURM_DIR = "slurm"
 FOLLOW_LOCK = "follow.lock"
 FOLLOW_LOG = "follow.log"
+CURSOR = "follow.json"  # how far the follower has published the logs (a restarted one goes on from there)
+FOLLOW_LOCK_EXPIRY_S = 60.0  # a fallback follow lock not refreshed for this long is stale
+TICK_S = 0.5  # the running step's log is read this often between Slurm polls
 GIVE_UP_S = 600.0  # a follower stops after this long without an answer from Slurm
 
 
@@ -150,14 +155,23 @@ def steps_verdict(steps: list[dict[str, Any]], scanned: list[tuple[str, int | No
 
 
 class Follower:
-    """Brings one Slurm run's state.json/events.jsonl up to date; ``step()`` is one poll."""
+    """Brings one Slurm run's state.json/events.jsonl/triage.json up to date; ``step()`` is one poll.
 
-    def __init__(self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time) -> None:
+    The steps' logs go through the local supervisor's pipeline (console.runs.pipeline: tailer,
+    progress parser, triage engine, hang detection) and the verdict is the local one
+    (``pipeline.run_outcome``); the job state only adds what the logs cannot know (NODE_FAIL,
+    PREEMPTED, TIMEOUT, a PENDING reason that never clears), per ``catalog/slurm.toml``.
+    """
+
+    def __init__(self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time,
+                 tick_s: float = TICK_S) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.poll_s = poll_s
+        self.tick_s = min(tick_s, poll_s)
         self.now = now
         pd = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
-        self.steps: list[dict[str, Any]] = plan_dict(pd).get("steps") or []
+        self.plan = plan_dict(pd)
+        self.steps: list[dict[str, Any]] = self.plan.get("steps") or []
         spec_path = self.run_dir / "spec.json"
         self.spec = RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8"))) \
             if spec_path.exists() else RunSpec(launcher="slurm")
@@ -171,7 +185,15 @@ class Follower:
         self.scanned: list[tuple[str, int | None, float | None]] = [("pending", None, None)] * len(self.steps)
         self.out_offset = 0
         self.scheduler_message: str | None = None
-        self.gpu = GpuSampler.from_spec(self.spec)
+        self.gpu = NodeSampler.from_spec(self.spec)
+        self.pipeline = Pipeline(self.run_dir, self.spec.framework or "unknown", self.bus,
+                                 {**self.plan, "spec": self.plan.get("spec") or self.spec.to_dict()},
+                                 local_resources=False)
+        self.step_reasons: dict[int, str] = {}
+        cursor = read_json(self.run_dir / SLURM_DIR / CURSOR, {}) or {}
+        self.feed_index = int(cursor.get("index") or 0)
+        self._quiet_through = int(cursor.get("line") or 0)
+        self._cursor: tuple[int, int] = (self.feed_index, self._quiet_through)
 
     @property
     def job_id(self) -> str:
@@ -180,6 +202,48 @@ class Follower:
             raise scheduler.SlurmError(f"{self.run_dir.name}: state.json holds no slurm_job_id")
         return str(job_id)
 
+    # ---- the steps' logs, through the local pipeline ------------------------------------
+    def _step_files(self, i: int) -> tuple[Path, Path]:
+        stem = step_file_stem(i + 1, self.steps[i]["name"])
+        return self.run_dir / "logs" / f"{stem}.log", self.run_dir / "logs" / f"{stem}.exit"
+
+    def feed(self, job_over: bool = False) -> None:
+        """Feed new log lines of the running step; close each step whose exit file appeared (and,
+        once the job is over, a step that will never write one)."""
+        while self.feed_index < len(self.steps):
+            log, exit_file = self._step_files(self.feed_index)
+            name = self.steps[self.feed_index]["name"]
+            if self.pipeline.step is None:
+                if not log.exists():
+                    return
+                with contextlib.suppress(Exception):
+                    self.pipeline.start_step(name, log, quiet_through=self._quiet_through)
+                self._quiet_through = 0
+                if self.pipeline.step is None:
+                    return
+            with contextlib.suppress(Exception):
+                self.pipeline.tick()
+            code = read_exit(exit_file)
+            if code is None and not job_over:
+                return
+            result = None
+            with contextlib.suppress(Exception):
+                result = self.pipeline.end_step(code)
+            primary = (result or {}).get("primary") or {}
+            if code not in (0, None) and primary.get("class"):
+                self.step_reasons[self.feed_index] = \
+                    f"{primary.get('class')}: {str(primary.get('evidence', ''))[:200]}"
+            self.feed_index += 1
+
+    def _save_cursor(self) -> None:
+        line = self.pipeline.step.tailer.lineno if self.pipeline.step and self.pipeline.step.tailer else 0
+        cursor = (self.feed_index, line)
+        if cursor != self._cursor:
+            self._cursor = cursor
+            with contextlib.suppress(OSError):
+                write_json_atomic(self.run_dir / SLURM_DIR / CURSOR, {"index": cursor[0], "line": cursor[1]})
+
+    # ---- the job -------------------------------------------------------------------------
     def _scan_job_output(self, job_id: str) -> None:
         """New lines of the job's own output: ray.sub phase markers and slurmstepd's verdict line."""
         path = self.run_dir / "logs" / f"slurm-{job_id}.out"
@@ -216,13 +280,16 @@ class Follower:
                     st["started"] = started
                 if status in ("passed", "failed"):
                     st["ended"] = st.get("ended") or self.now()
+                if status == "failed" and self.step_reasons.get(i):
+                    st["reason"] = self.step_reasons[i]
                 if status == "running":
                     s["current_step"] = i
         update_state(self.run_dir, change)
         for i in changed:
             status, code, _ = scanned[i]
+            reason = self.step_reasons.get(i) if status == "failed" else None
             self.bus.publish(Event("step_state", self.steps[i]["name"], {"status": status, "exit_code": code,
-                                                                          "reason": None}))
+                                                                          "reason": reason}))
 
     def _set_job(self, status: JobStatus) -> None:
         if status.state == self.last_state and status.reason == self.last_reason:
@@ -243,9 +310,45 @@ class Follower:
                                                "reason": status.reason, "nodes": status.nodes,
                                                "source": "slurm"}))
 
-    def _finish(self, verdict: str, reason: str | None, status: JobStatus) -> dict[str, Any]:
-        final_status = {"Pass": "passed", "Fail": "failed", "Blocked": "blocked",
-                        "Cancelled": "cancelled"}.get(verdict, "failed")
+    # ---- the end -------------------------------------------------------------------------
+    def job_decision(self, status: JobStatus) -> tuple[str | None, str | None, str | None]:
+        """What the job state alone says: (verdict or None when the steps decide, reason, class)."""
+        m = states.meaning(status.state)
+        reason = self.scheduler_message or status.reason
+        if status.state == "UNKNOWN":
+            # forgotten by the scheduler and no accounting: the exit files are the evidence,
+            # unless rl-console asked for the cancel (a loaded controller may forget the job
+            # before the follower ever saw it CANCELLED)
+            if read_state(self.run_dir).get("cancel_requested"):
+                return "Cancelled", "cancelled from rl-console", None
+            if all(s[0] in ("passed", "failed") for s in self.scanned):
+                return None, None, None
+            return "Blocked", status.reason, "node_failure"
+        if m.verdict == "steps":
+            return None, None, None
+        if m.verdict == "Fail" and all(s[0] == "pending" for s in self.scanned):
+            early = states.failed_before_any_step()
+            return str(early.verdict), early.advice, early.klass
+        if m.verdict == "Cancelled" or (read_state(self.run_dir).get("cancel_requested")
+                                        and status.state == "FAILED"):
+            if read_state(self.run_dir).get("cancel_requested"):
+                return "Cancelled", "cancelled from rl-console", None
+            return "Cancelled", "; ".join(x for x in (f"job {status.state}", reason) if x), None
+        if status.state == "FAILED":
+            return None, None, None  # the batch script exited with its failed step's code
+        text = "; ".join(x for x in (f"job {status.state}", reason, m.advice) if x)
+        return str(m.verdict or "Fail"), text, m.klass
+
+    def verdict_for(self, status: JobStatus) -> tuple[str, str | None]:
+        """The job state's verdict, or the steps' exit codes' when the job state leaves it to them
+        (the full verdict, with the logs' triage, is decided in ``_finish``)."""
+        verdict, reason, _ = self.job_decision(status)
+        if verdict is None:
+            return steps_verdict(self.steps, self.scanned), None
+        return verdict, reason
+
+    def _mark_steps(self, verdict: str | None, reason: str | None, status: JobStatus) -> list[Event]:
+        """Settle the steps the job left unfinished (running -> cancelled/failed, pending -> skipped)."""
         ended = self.now()
         events: list[Event] = []
 
@@ -279,66 +382,128 @@ class Follower:
                     st["reason"] = f"not run: job {status.state}"
                     events.append(Event("step_state", self.steps[i]["name"],
                                         {"status": st["status"], "exit_code": None, "reason": st["reason"]}))
-            s.update(status=final_status, verdict=verdict, ended=ended, slurm_state=status.state,
-                     slurm_reason=reason or status.reason, slurm_exit_code=status.exit_code)
-        state = update_state(self.run_dir, change)
+        update_state(self.run_dir, change)
+        return events
+
+    def _launch_failure(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """A failed step whose log shows srun could not launch it: the node_failure primary."""
+        lf = states.launch_failure()
+        for i, st in enumerate(state.get("steps") or []):
+            if (st.get("status") not in ("failed", "cancelled") or i >= len(self.steps)
+                    or self.steps[i].get("on_failure") == "continue"):
+                continue
+            log, _ = self._step_files(i)
+            try:
+                with open(log, encoding="utf-8", errors="replace") as fh:
+                    hit = lf.first_match(fh)
+            except OSError:
+                continue
+            if hit is None:
+                continue
+            code = st.get("exit_code")
+            info = states.scheduler_class(lf.class_id) or {}
+            evidence = hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else "")
+            return {"class": lf.class_id, "verdict": "Blocked", "line": hit[0], "evidence": evidence,
+                    "advice": info.get("advice"), "title": info.get("title"),
+                    "remedy": {"env": {}, "overrides": [], "unset": []}, "rule": "slurm:launch_failure",
+                    "step": self.steps[i]["name"], "file": str(log.relative_to(self.run_dir))}
+        return None
+
+    def _scheduler_primary(self, class_id: str | None, text: str | None) -> dict[str, Any]:
+        info = states.scheduler_class(class_id or "") or {}
+        if not info and class_id:
+            with contextlib.suppress(Exception):
+                from console.triage.rules import default_catalog
+
+                c = default_catalog().classes[class_id]
+                info = {"title": c.title, "advice": c.advice}
+        return {"class": class_id or "unknown_error", "verdict": "Blocked" if info.get("verdict") == "Blocked"
+                else None, "line": 0, "evidence": text or "", "advice": info.get("advice"),
+                "title": info.get("title"), "remedy": {"env": {}, "overrides": [], "unset": []},
+                "rule": "slurm:job_state"}
+
+    def _finish(self, verdict: str | None, reason: str | None, status: JobStatus,
+                class_id: str | None = None) -> dict[str, Any]:
+        """The run's end: settle the steps, decide the verdict as a local run would, let the job
+        state add what only it knows, write triage.json and the final state."""
+        self.feed(job_over=True)
+        events = self._mark_steps(verdict, reason, status)
         for ev in events:
             self.bus.publish(ev)
+        triage: dict[str, Any] | None = None
+        if verdict != "Cancelled":
+            final, triage = run_outcome(self.run_dir, self.steps, self.pipeline.step_results)
+            triage = dict(triage) if triage else {"verdict": final, "framework": self.spec.framework,
+                                                  "primary": None, "findings": [], "progress": {}}
+            launch = self._launch_failure(read_state(self.run_dir)) if final != "Pass" or verdict else None
+            weak = (None, "unknown_error", "hang")  # what a killed step's log says when it says nothing
+            if launch is not None and (triage.get("primary") or {}).get("class") in weak:
+                triage["primary"], final = launch, "Blocked"
+            if verdict == "Blocked":
+                final = "Blocked"
+                if (triage.get("primary") or {}).get("rule") != "slurm:launch_failure":
+                    triage["primary"] = {**self._scheduler_primary(class_id, reason), "verdict": "Blocked"}
+            elif verdict == "Fail" and final != "Blocked":
+                final = "Fail"
+                if (triage.get("primary") or {}).get("class") in (None, "unknown_error"):
+                    triage["primary"] = {**self._scheduler_primary(class_id, reason), "verdict": "Fail"}
+            triage["verdict"] = final
+            triage["slurm"] = {"job_id": self.job_id, "state": status.state, "reason": reason or status.reason,
+                               "exit_code": status.exit_code, "nodes": status.nodes}
+            if final == "Blocked" and triage.get("primary"):
+                reason = reason or f"{triage['primary'].get('class')}: {triage['primary'].get('evidence')}"
+            verdict = final
+        assert verdict is not None
+        final_status = STATUS_BY_VERDICT.get(verdict, "failed")
+        if triage is not None:
+            with contextlib.suppress(OSError):
+                write_json_atomic(self.run_dir / "triage.json", triage)
+
+        def change(s: dict[str, Any]) -> None:
+            s.update(status=final_status, verdict=verdict, ended=self.now(), slurm_state=status.state,
+                     slurm_reason=reason or status.reason, slurm_exit_code=status.exit_code)
+        state = update_state(self.run_dir, change)
         self.bus.publish(Event("run_state", None, {"status": final_status, "verdict": verdict,
                                                    "slurm_state": status.state, "reason": reason}))
         return state
 
-    def verdict_for(self, status: JobStatus) -> tuple[str, str | None]:
-        m = states.meaning(status.state)
-        reason = self.scheduler_message or status.reason
-        if status.state == "UNKNOWN":
-            # forgotten by the scheduler and no accounting: the exit files are the evidence,
-            # unless rl-console asked for the cancel (a loaded controller may forget the job
-            # before the follower ever saw it CANCELLED)
-            if read_state(self.run_dir).get("cancel_requested"):
-                return "Cancelled", "cancelled from rl-console"
-            if all(s[0] in ("passed", "failed") for s in self.scanned):
-                return steps_verdict(self.steps, self.scanned), None
-            return "Blocked", status.reason
-        if m.verdict == "steps":
-            return steps_verdict(self.steps, self.scanned), None
-        if m.verdict == "Fail" and all(s[0] == "pending" for s in self.scanned):
-            early = states.failed_before_any_step()
-            return str(early.verdict), early.advice
-        if m.verdict == "Cancelled" and read_state(self.run_dir).get("cancel_requested"):
-            return "Cancelled", "cancelled from rl-console"
-        advice = m.advice
-        text = "; ".join(x for x in (f"job {status.state}", reason, advice) if x)
-        return str(m.verdict or "Fail"), text
+    def sample_nodes(self, job_id: str, status: JobStatus) -> None:
+        if status.phase != "active" or self.gpu is None:
+            return
+        num_nodes = max(1, len(status.nodes) or self.spec.slurm.nodes)
+        for ev in self.gpu.maybe_sample(job_id, num_nodes, status.nodes):
+            ev.step = self.pipeline.step.name if self.pipeline.step else None
+            self.bus.publish(ev)
 
     def step(self) -> dict[str, Any] | None:
         """One poll. Returns the final state when the job has ended, else None."""
         job_id = self.job_id
         status = poll(job_id)
         self._scan_job_output(job_id)
+        self.feed()
         self._update_steps()
         self._set_job(status)
-        if status.phase == "active" and self.gpu is not None:
-            num_nodes = max(1, len(status.nodes) or self.spec.slurm.nodes)
-            for ev in self.gpu.maybe_sample(job_id, num_nodes, status.nodes):
-                self.bus.publish(ev)
+        self.sample_nodes(job_id, status)
+        self._save_cursor()
         if status.state == "PENDING" and states.never_runs(status.reason):
             self.never_since = self.never_since or self.now()
             if self.now() - self.never_since >= states.pending_grace_s():
                 with contextlib.suppress(scheduler.SlurmError):
                     cancel(job_id)
-                return self._finish("Blocked", states.pending_advice(str(status.reason)), status)
+                return self._finish("Blocked", states.pending_advice(str(status.reason)), status, "scheduler_stop")
         else:
             self.never_since = None
         if status.phase == "done" or status.state == "UNKNOWN":
             time.sleep(0.2)  # the last exit file may land just after the state changes
             self._scan_job_output(job_id)
+            self.feed()
             self._update_steps()
-            verdict, reason = self.verdict_for(status)
-            return self._finish(verdict, reason, status)
+            verdict, reason, class_id = self.job_decision(status)
+            return self._finish(verdict, reason, status, class_id)
         return None
 
-    def run(self, max_s: float | None = None, give_up_s: float = GIVE_UP_S) -> dict[str, Any]:
+    def run(self, max_s: float | None = None, give_up_s: float = GIVE_UP_S,
+            lock: LockFile | None = None) -> dict[str, Any]:
         deadline = None if max_s is None else time.monotonic() + max_s
         failing_since: float | None = None
         try:
@@ -346,6 +511,8 @@ class Follower:
                 state = read_state(self.run_dir)  # FileNotFoundError: the run folder is gone
                 if state.get("status") in ("passed", "failed", "blocked", "cancelled"):
                     return state
+                if lock is not None:
+                    lock.refresh()
                 try:
                     final = self.step()
                     failing_since = None
@@ -363,43 +530,37 @@ class Follower:
                     return final
                 if deadline is not None and time.monotonic() > deadline:
                     return read_state(self.run_dir)
-                time.sleep(self.poll_s)
+                # between Slurm polls, keep the running step's log flowing through the pipeline
+                next_poll = time.monotonic() + self.poll_s
+                while time.monotonic() < next_poll:
+                    time.sleep(min(self.tick_s, max(0.0, next_poll - time.monotonic())))
+                    self.feed()
         finally:
+            with contextlib.suppress(Exception):
+                self.pipeline.close()
             self.bus.close()
 
 
 def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> dict[str, Any]:
     """Update the run's state.json and events.jsonl until its job ends; return the final state.
 
-    Only one follower per run works at a time (``slurm/follow.lock``); a second one waits for the
+    Only one follower per run works at a time (``slurm/follow.lock``: flock, or an O_EXCL lock file
+    with owner and expiry where the shared filesystem has no flock); a second one waits for the
     first to finish and returns the state it left.
     """
     run_dir = Path(run_dir).resolve()
     lock_path = run_dir / SLURM_DIR / FOLLOW_LOCK
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    lock = LockFile(lock_path, expiry_s=max(FOLLOW_LOCK_EXPIRY_S, 10 * poll_s))
+    lock.acquire()
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return Follower(run_dir, poll_s=poll_s).run(max_s=max_s)
+        return Follower(run_dir, poll_s=poll_s).run(max_s=max_s, lock=lock)
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        lock.release()
 
 
 def follower_running(run_dir: Path) -> bool:
-    lock_path = Path(run_dir) / SLURM_DIR / FOLLOW_LOCK
-    if not lock_path.exists():
-        return False
-    fd = os.open(lock_path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    return is_locked(Path(run_dir) / SLURM_DIR / FOLLOW_LOCK)
 
 
 def _is_follower(pid: int, run_dir: Path) -> bool:

@@ -1,6 +1,8 @@
-"""GPU memory per node of a running Slurm job.
+"""GPU memory and host load per node of a running Slurm job.
 
-Two sources, tried in this order:
+Host (CPU, load, memory) per node: one ``srun --overlap --jobid=J`` task per node running a small
+probe (``/proc/stat``, ``/proc/loadavg``, ``/proc/meminfo``, then the GPU query). GPUs, two sources,
+tried in this order:
 1. Ray's Prometheus metrics on each node (what NeMo-RL's GPU monitor reads; ray.sub starts Ray with
    ``--metrics-export-port``, 1309 by default): ``ray_node_gram_used`` (MiB), ``ray_node_gpus_utilization``.
 2. ``srun --overlap --jobid=J`` running ``nvidia-smi --query-gpu=...`` once per node, where the site
@@ -11,10 +13,12 @@ A source that fails twice in a row is dropped; the follower carries on without G
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.events import Event
@@ -104,31 +108,113 @@ def parse_ray_prometheus(text: str) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-class GpuSampler:
+# One ``srun --overlap`` task per node runs this (fixed text; the GPU query is shlex-quoted into it):
+# every output line is tagged, so the host part and the GPU part parse apart.
+_PROBE = r"""echo "@node ${SLURMD_NODENAME:-$(hostname -s)}"
+echo "@stat $(head -n 1 /proc/stat)"
+echo "@load $(cut -d ' ' -f 1 /proc/loadavg)"
+grep -E '^(MemTotal|MemAvailable):' /proc/meminfo | sed 's/^/@mem /'
+if command -v %(prog)s >/dev/null 2>&1; then
+  out=$(%(query)s 2>&1); rc=$?
+  printf '%%s\n' "$out" | sed 's/^/@gpu /'
+  echo "@gpurc $rc"
+else
+  echo "@nogpu %(prog)s not found"
+fi
+"""
+
+
+def probe_argv(query: Sequence[str]) -> list[str]:
+    """``sh -c <probe>``: node name, /proc/stat CPU line, load, memory, then ``query``'s output."""
+    return ["sh", "-c", _PROBE % {"prog": shlex.quote(query[0]), "query": shlex.join(query)}]
+
+
+@dataclass
+class NodeProbe:
+    """What the probe said about one node."""
+
+    node: str
+    cpu_ticks: tuple[int, int] | None = None  # (busy, total) jiffies since boot
+    load1: float | None = None
+    mem_total: int | None = None
+    mem_available: int | None = None
+    gpu_lines: list[str] = field(default_factory=list)
+    gpu_rc: int | None = None
+    no_gpu: str | None = None
+
+
+def parse_probe(text: str, nodes: Sequence[str] = ()) -> dict[str, NodeProbe]:
+    """``srun --label`` output of the probe -> {node: NodeProbe}. A task that printed no ``@node``
+    line is named after ``nodes[task]``."""
+    by_task: dict[int, NodeProbe] = {}
+    for line in text.splitlines():
+        task_txt, sep, rest = line.partition(":")
+        if not sep or not task_txt.strip().isdigit():
+            continue
+        task = int(task_txt.strip())
+        probe = by_task.setdefault(task, NodeProbe(node=nodes[task] if task < len(nodes) else f"task{task}"))
+        tag, _, value = rest.strip().partition(" ")
+        value = value.strip()
+        if tag == "@node" and value:
+            probe.node = value
+        elif tag == "@stat":
+            ticks = [int(x) for x in value.split()[1:] if x.isdigit()]
+            if len(ticks) >= 4:
+                idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+                probe.cpu_ticks = (sum(ticks[:8]) - idle, sum(ticks[:8]))
+        elif tag == "@load":
+            probe.load1 = _num(value)
+        elif tag == "@mem":
+            key, _, amount = value.partition(":")
+            kib = _num(amount.replace("kB", ""))
+            if kib is not None:
+                if key == "MemTotal":
+                    probe.mem_total = int(kib * 1024)
+                elif key == "MemAvailable":
+                    probe.mem_available = int(kib * 1024)
+        elif tag == "@gpu":
+            probe.gpu_lines.append(value)
+        elif tag == "@gpurc":
+            probe.gpu_rc = int(value) if value.lstrip("-").isdigit() else None
+        elif tag == "@nogpu":
+            probe.no_gpu = value
+    return {p.node: p for p in by_task.values()}
+
+
+class NodeSampler:
+    """Per node of a running job, every ``interval_s``: a ``host`` event (CPU, load, memory) and a
+    ``gpu`` event (devices, or ``available: false`` with the reason), each with ``node`` and
+    ``source``. GPUs come from Ray's metrics port when it answers, else from the probe's nvidia-smi.
+    A "no GPU" state is published once per node until it changes."""
+
     def __init__(self, interval_s: float = 30.0, query: Sequence[str] = NVIDIA_SMI_QUERY,
-                 ray_port: int | None = RAY_METRICS_PORT) -> None:
+                 ray_port: int | None = RAY_METRICS_PORT, timeout_s: float = 15.0) -> None:
         self.interval_s = interval_s
         self.query = list(query)
         self.ray_port = ray_port
+        self.timeout_s = timeout_s
         self.last = 0.0
         self.failures = {"ray": 0, "srun": 0}
+        self._ticks: dict[str, tuple[int, int]] = {}
+        self._gpu_said: dict[str, str] = {}
+        self.samples = 0
 
     @classmethod
-    def from_spec(cls, spec: RunSpec) -> GpuSampler | None:
+    def from_spec(cls, spec: RunSpec) -> NodeSampler | None:
         extra = spec.extra or {}
         if extra.get("slurm_gpu_sampling") is False:
             return None
         query = extra.get("slurm_gpu_query") or NVIDIA_SMI_QUERY
         port = extra.get("slurm_ray_metrics_port", RAY_METRICS_PORT)
-        return cls(interval_s=float(extra.get("slurm_gpu_interval_s", 30.0)), query=query,
+        return cls(interval_s=float(extra.get("slurm_gpu_interval_s", 30.0)), query=[str(q) for q in query],
                    ray_port=int(port) if port else None)
 
     def _dead(self, source: str) -> bool:
         return self.failures[source] >= 2
 
-    def _from_ray(self, nodes: Sequence[str]) -> dict[str, list[dict[str, Any]]] | None:
+    def _from_ray(self, nodes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         if self.ray_port is None or self._dead("ray"):
-            return None
+            return {}
         out: dict[str, list[dict[str, Any]]] = {}
         for node in nodes:
             try:
@@ -138,43 +224,88 @@ class GpuSampler:
                 continue
             for devs in parse_ray_prometheus(text).values():
                 out.setdefault(node, []).extend(devs)
-        if not out:
-            self.failures["ray"] += 1
-            return None
-        self.failures["ray"] = 0
+        self.failures["ray"] = 0 if out else self.failures["ray"] + 1
         return out
 
-    def _from_srun(self, job_id: str, nodes: Sequence[str], num_nodes: int) -> dict[str, list[dict[str, Any]]] | None:
+    def _probe(self, job_id: str, nodes: Sequence[str], num_nodes: int) -> tuple[dict[str, NodeProbe], str | None]:
+        """(probes by node, why the probe failed or None)."""
         if self._dead("srun"):
-            return None
+            return {}, None
         try:
-            proc = scheduler.srun_overlap(job_id, num_nodes, self.query)
+            proc = scheduler.srun_overlap(job_id, num_nodes, probe_argv(self.query), timeout=self.timeout_s)
         except scheduler.SlurmError as exc:
-            print(f"rl-console follow: gpu sampling: {exc}", file=sys.stderr, flush=True)
             self.failures["srun"] += 1
-            return None
-        result = parse_srun_label_output(proc.stdout, nodes)
-        if proc.returncode != 0 or not any(result.values()):
+            return {}, str(exc)
+        probes = parse_probe(proc.stdout, nodes)
+        if not probes:
             self.failures["srun"] += 1
             first = (proc.stderr or proc.stdout).strip().splitlines()[:1]
-            print(f"rl-console follow: gpu sampling via srun failed ({proc.returncode}): {first}",
-                  file=sys.stderr, flush=True)
-            return None
+            return {}, f"srun --overlap exited {proc.returncode}: {first[0] if first else 'no output'}"
         self.failures["srun"] = 0
-        return result
+        return probes, None
+
+    def _host_event(self, probe: NodeProbe) -> Event | None:
+        if probe.mem_total is None and probe.load1 is None:
+            return None
+        cpu = None
+        if probe.cpu_ticks is not None:
+            prev = self._ticks.get(probe.node)
+            self._ticks[probe.node] = probe.cpu_ticks
+            if prev is not None and probe.cpu_ticks[1] > prev[1]:
+                cpu = round(100.0 * (probe.cpu_ticks[0] - prev[0]) / (probe.cpu_ticks[1] - prev[1]), 1)
+        used = (probe.mem_total - probe.mem_available) if probe.mem_total and probe.mem_available is not None else None
+        return Event("host", None, {"node": probe.node, "cpu": cpu, "load1": probe.load1, "mem_used": used,
+                                    "mem_total": probe.mem_total, "disks": {}, "source": "srun"})
+
+    def _gpu_event(self, node: str, devices: list[dict[str, Any]] | None, reason: str | None,
+                   source: str) -> Event | None:
+        if devices:
+            self._gpu_said.pop(node, None)
+            return Event("gpu", None, {"node": node, "available": True, "reason": None, "devices": devices,
+                                       "source": source})
+        why = reason or "no GPU reported"
+        if self._gpu_said.get(node) == why:
+            return None
+        self._gpu_said[node] = why
+        return Event("gpu", None, {"node": node, "available": False, "reason": why, "devices": [],
+                                   "source": source})
 
     def maybe_sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
         now = time.monotonic()
         if self.last and now - self.last < self.interval_s:
             return []
         self.last = now
+        return self.sample(job_id, num_nodes, nodes)
+
+    def sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
         nodes = list(nodes)
-        per_node = self._from_ray(nodes) if nodes else None
-        source = "ray"
-        if per_node is None:
-            per_node = self._from_srun(job_id, nodes, num_nodes)
-            source = "srun"
-        if not per_node:
-            return []
-        return [Event("gpu", None, {"node": node, "devices": devs, "source": source})
-                for node, devs in per_node.items()]
+        ray = self._from_ray(nodes) if nodes else {}
+        probes, failed = self._probe(job_id, nodes, num_nodes)
+        events: list[Event] = []
+        for node in dict.fromkeys([*nodes, *probes]):
+            probe = probes.get(node)
+            if probe is not None:
+                host = self._host_event(probe)
+                if host is not None:
+                    events.append(host)
+            if node in ray:
+                ev = self._gpu_event(node, ray[node], None, "ray")
+            elif probe is not None:
+                devices = parse_nvidia_smi_csv("\n".join(probe.gpu_lines)) if probe.gpu_rc == 0 else []
+                reason = f"no GPU ({probe.no_gpu})" if probe.no_gpu else (None if devices else
+                                          f"{self.query[0]} exited {probe.gpu_rc}: "
+                                          + (probe.gpu_lines[0][:160] if probe.gpu_lines else "no output"))
+                ev = self._gpu_event(node, devices, reason, "srun")
+            elif failed is not None:
+                ev = self._gpu_event(node, None, f"no sample: {failed}", "srun")
+            else:
+                continue
+            if ev is not None:
+                events.append(ev)
+        if failed:
+            print(f"rl-console follow: node sampling: {failed}", file=sys.stderr, flush=True)
+        self.samples += 1
+        return events
+
+
+GpuSampler = NodeSampler  # the name this module had before it sampled hosts too

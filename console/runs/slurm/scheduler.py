@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from console.errors import ConsoleError
+from console.runs.slurm import hostlist
 
 TIMEOUT_S = 30.0
 _SQUEUE_FORMAT = "%i|%T|%r|%N|%D"
@@ -84,40 +85,9 @@ def parse_exit_code(raw: str) -> tuple[int | None, int | None]:
 
 
 def expand_nodelist(nodelist: str) -> list[str]:
-    """``gpu[01-03,7],login`` -> ``["gpu01", "gpu02", "gpu03", "gpu7", "login"]`` (no scontrol needed)."""
-    out: list[str] = []
-    nodelist = nodelist.strip()
-    if not nodelist or nodelist in ("(null)", "None assigned"):
-        return out
-    parts: list[str] = []
-    depth = 0
-    cur = ""
-    for ch in nodelist:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    for part in parts:
-        if "[" not in part:
-            if part:
-                out.append(part)
-            continue
-        prefix, rest = part.split("[", 1)
-        ranges, _, suffix = rest.partition("]")
-        for rng in ranges.split(","):
-            lo, _, hi = rng.partition("-")
-            if hi:
-                width = len(lo)
-                out.extend(f"{prefix}{i:0{width}d}{suffix}" for i in range(int(lo), int(hi) + 1))
-            else:
-                out.append(f"{prefix}{lo}{suffix}")
-    return out
+    """``gpu[01-03,7],login`` -> ``["gpu01", "gpu02", "gpu03", "gpu7", "login"]`` (``scontrol show
+    hostnames`` when usable, else :func:`console.runs.slurm.hostlist.parse`)."""
+    return hostlist.expand(nodelist)
 
 
 # ---- sbatch ------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +18,7 @@ class StateMeaning:
     phase: str  # queued | active | done | unknown
     verdict: str | None  # steps | Fail | Blocked | Cancelled | None (not done)
     advice: str | None = None
+    klass: str | None = None  # the triage class when this state decides the verdict
 
 
 @lru_cache(maxsize=1)
@@ -28,7 +31,8 @@ def meaning(state: str) -> StateMeaning:
     entry = _catalog()["states"].get(state.upper())
     if entry is None:
         return StateMeaning(phase="unknown", verdict=None)
-    return StateMeaning(phase=entry["phase"], verdict=entry.get("verdict"), advice=entry.get("advice"))
+    return StateMeaning(phase=entry["phase"], verdict=entry.get("verdict"), advice=entry.get("advice"),
+                        klass=entry.get("class"))
 
 
 def never_runs(reason: str | None) -> bool:
@@ -49,4 +53,31 @@ def pending_grace_s() -> float:
 
 def failed_before_any_step() -> StateMeaning:
     entry = _catalog()["failed_before_any_step"]
-    return StateMeaning(phase="done", verdict=entry["verdict"], advice=entry.get("advice"))
+    return StateMeaning(phase="done", verdict=entry["verdict"], advice=entry.get("advice"), klass=entry.get("class"))
+
+
+def scheduler_class(class_id: str) -> dict[str, Any] | None:
+    """Title/verdict/advice of a class only the scheduler shows (``node_failure``, ``scheduler_stop``)."""
+    entry = (_catalog().get("classes") or {}).get(class_id)
+    return dict(entry) if entry else None
+
+
+@dataclass(frozen=True)
+class LaunchFailure:
+    class_id: str
+    exit_codes: frozenset[int]
+    patterns: tuple[re.Pattern[str], ...]
+
+    def first_match(self, lines: Iterable[str]) -> tuple[int, str] | None:
+        """(1-based line number, line) of the first srun launch-failure line."""
+        for lineno, line in enumerate(lines, start=1):
+            if line.startswith("srun:") and any(p.search(line) for p in self.patterns):
+                return lineno, line.rstrip("\n")
+        return None
+
+
+@lru_cache(maxsize=1)
+def launch_failure() -> LaunchFailure:
+    entry = _catalog()["launch_failure"]
+    return LaunchFailure(class_id=str(entry["class"]), exit_codes=frozenset(int(c) for c in entry["exit_codes"]),
+                         patterns=tuple(re.compile(p) for p in entry["patterns"]))
