@@ -307,3 +307,31 @@ def slurm_cluster(base: Path, nodes: int = 1) -> Iterator[SlurmCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@contextlib.contextmanager
+def cluster_for_tests(nodes: int = 1) -> Iterator[SlurmCluster]:
+    """A started cluster in a fresh /tmp dir with ``SLURM_CONF`` exported to this process (and so to
+    the detached followers and jobs it starts); everything undone afterwards. Skips when Slurm is
+    not installed or not root."""
+    import tempfile
+
+    import pytest
+
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    old = os.environ.get("SLURM_CONF")
+    with tempfile.TemporaryDirectory(prefix="rlc-slurm-", dir="/tmp") as base:
+        os.chmod(base, 0o755)  # munged wants every parent of its socket dir o+x
+        cluster = SlurmCluster(Path(base) / "c", nodes=nodes)
+        try:
+            cluster.start()
+            os.environ["SLURM_CONF"] = str(cluster.conf)
+            yield cluster
+        finally:
+            cluster.stop()
+            if old is None:
+                os.environ.pop("SLURM_CONF", None)
+            else:
+                os.environ["SLURM_CONF"] = old

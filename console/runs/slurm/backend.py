@@ -25,7 +25,7 @@ from console.runs.lockfile import LockFile, is_locked
 from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import NodeSampler
-from console.runs.slurm.script import Submission, plan_dict, render, step_file_stem
+from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
 from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
@@ -393,20 +393,21 @@ class Follower:
                     or self.steps[i].get("on_failure") == "continue"):
                 continue
             log, _ = self._step_files(i)
-            try:
-                with open(log, encoding="utf-8", errors="replace") as fh:
-                    hit = lf.first_match(fh)
-            except OSError:
-                continue
-            if hit is None:
-                continue
-            code = st.get("exit_code")
-            info = states.scheduler_class(lf.class_id) or {}
-            evidence = hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else "")
-            return {"class": lf.class_id, "verdict": "Blocked", "line": hit[0], "evidence": evidence,
-                    "advice": info.get("advice"), "title": info.get("title"),
-                    "remedy": {"env": {}, "overrides": [], "unset": []}, "rule": "slurm:launch_failure",
-                    "step": self.steps[i]["name"], "file": str(log.relative_to(self.run_dir))}
+            for path in (log.with_name(log.name[:-len(".log")] + SRUN_LOG_SUFFIX), log):
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        hit = lf.first_match(fh)
+                except OSError:
+                    continue
+                if hit is None:
+                    continue
+                code = st.get("exit_code")
+                info = states.scheduler_class(lf.class_id) or {}
+                evidence = hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else "")
+                return {"class": lf.class_id, "verdict": "Blocked", "line": hit[0], "evidence": evidence,
+                        "advice": info.get("advice"), "title": info.get("title"),
+                        "remedy": {"env": {}, "overrides": [], "unset": []}, "rule": "slurm:launch_failure",
+                        "step": self.steps[i]["name"], "file": str(path.relative_to(self.run_dir))}
         return None
 
     def _scheduler_primary(self, class_id: str | None, text: str | None) -> dict[str, Any]:

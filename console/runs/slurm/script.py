@@ -56,6 +56,9 @@ class Submission:
         return "\n".join(lines)
 
 
+SRUN_LOG_SUFFIX = ".srun.log"  # srun's own messages for a step: logs/NN-<step>.srun.log
+
+
 def plan_dict(plan: Any) -> dict[str, Any]:
     """Accept a ``console.plan.Plan`` (``to_dict()``) or its dict form."""
     if hasattr(plan, "to_dict"):
@@ -192,16 +195,26 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
     env_words = ["env"] + [w for u in unset for w in ("-u", shlex.quote(u))]
     env_words += [f"{shlex.quote(k + '=')}{generic_word(v, roots)}" if v else shlex.quote(k + "=")
                   for k, v in env.items()]
-    words = (env_words if len(env_words) > 1 else []) + [generic_word(a, roots) for a in [*launch_prefix, *argv]]
+    prefix = [generic_word(a, roots) for a in launch_prefix]
+    log = f'"${{RUN_DIR}}/logs/"{shlex.quote(stem + ".log")}'
+    out = log
+    if launch_prefix and launch_prefix[0] == "srun":
+        # the task's output goes straight to the step log (written by slurmstepd), so the log holds
+        # what the program printed, line for line as in a local run; srun's own messages (task exit
+        # notes, launch failures) go to NN-<step>.srun.log beside it. "%" is srun's pattern escape.
+        prefix[1:1] = [f'--output="${{RUN_DIR//%/%%}}/logs/"{shlex.quote(stem.replace("%", "%%") + ".log")}',
+                       "--open-mode=append"]
+        out = f'"${{RUN_DIR}}/logs/"{shlex.quote(stem + SRUN_LOG_SUFFIX)}'
+    words = (env_words if len(env_words) > 1 else []) + prefix + [generic_word(a, roots) for a in argv]
     cwd = step.get("cwd") or None
     cd = f"cd {generic_word(str(cwd), roots)} && " if cwd else ""
     on_failure = step.get("on_failure") or "stop"
-    log = f'"${{RUN_DIR}}/logs/{stem}.log"'
     title = str(step.get("title") or step["name"]).replace("\n", " ")
     return "\n".join([
         f"# step {index:02d}: {title}",
         f"step_start {index}",
-        f"( {cd}exec {' '.join(words)} ) >{log} 2>&1 </dev/null",
+        f": >>{log}",
+        f"( {cd}exec {' '.join(words)} ) >{out} 2>&1 </dev/null",
         f"step_end {index} $? {shlex.quote(stem)} {shlex.quote(on_failure)}",
         "",
     ])
