@@ -209,7 +209,11 @@ class Follower:
 
     def feed(self, job_over: bool = False) -> None:
         """Feed new log lines of the running step; close each step whose exit file appeared (and,
-        once the job is over, a step that will never write one)."""
+        once the job is over, a step that will never write one); save how far that got."""
+        self._feed(job_over)
+        self._save_cursor()
+
+    def _feed(self, job_over: bool) -> None:
         while self.feed_index < len(self.steps):
             log, exit_file = self._step_files(self.feed_index)
             name = self.steps[self.feed_index]["name"]
@@ -485,7 +489,6 @@ class Follower:
         self._update_steps()
         self._set_job(status)
         self.sample_nodes(job_id, status)
-        self._save_cursor()
         if status.state == "PENDING" and states.never_runs(status.reason):
             self.never_since = self.never_since or self.now()
             if self.now() - self.never_since >= states.pending_grace_s():
