@@ -199,10 +199,15 @@ class SlurmCluster:
         self._wait("scheduler first cycle", self._scheduler_cycled, timeout=30)
         return self
 
-    def start_slurmd(self) -> None:
-        for i, name in enumerate(self.nodes):
-            self._start("slurmd" if i == 0 else f"slurmd-{name}", ["slurmd", "-D", "-f", str(self.conf), "-N", name])
-        for name in self.nodes:
+    def start_slurmd(self, only: str | None = None) -> None:
+        """Start the slurmd of every node (or of ``only``) that is not running."""
+        names = [n for n in self.nodes if only in (None, n)]
+        for name in names:
+            key = self._slurmd_key(name)
+            if key in self.procs and self.procs[key].poll() is None:
+                continue
+            self._start(key, ["slurmd", "-D", "-f", str(self.conf), "-N", name])
+        for name in names:
             self._wait(f"node {name} idle", lambda n=name: self.node_state(n) in ("idle", "mixed", "allocated"),
                        timeout=30)
 
@@ -219,9 +224,12 @@ class SlurmCluster:
     def node_state(self, node: str | None = None) -> str:
         return self.run("sinfo", "-h", "-n", node or self.node, "-o", "%T", check=False).stdout.strip().split("\n")[0]
 
-    def kill_slurmd(self) -> None:
-        """SIGKILL slurmd (the node dies as far as slurmctld knows; slurmstepd lives on)."""
-        p = self.procs.pop("slurmd", None)
+    def _slurmd_key(self, node: str | None) -> str:
+        return "slurmd" if node in (None, self.node) else f"slurmd-{node}"
+
+    def kill_slurmd(self, node: str | None = None) -> None:
+        """SIGKILL a node's slurmd (the node dies as far as slurmctld knows; slurmstepd lives on)."""
+        p = self.procs.pop(self._slurmd_key(node), None)
         if p is not None and p.poll() is None:
             p.kill()
             p.wait(timeout=10)

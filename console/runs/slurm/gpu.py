@@ -197,6 +197,8 @@ class NodeSampler:
         self.failures = {"ray": 0, "srun": 0}
         self._ticks: dict[str, tuple[int, int]] = {}
         self._gpu_said: dict[str, str] = {}
+        self._addrs: dict[str, str] = {}  # node name -> NodeAddr (scontrol show node)
+        self._addrs_asked = False
         self.samples = 0
 
     @classmethod
@@ -216,9 +218,13 @@ class NodeSampler:
         if self.ray_port is None or self._dead("ray"):
             return {}
         out: dict[str, list[dict[str, Any]]] = {}
+        if not self._addrs_asked and any(n not in self._addrs for n in nodes):
+            self._addrs_asked = True
+            self._addrs.update(scheduler.node_addrs())
         for node in nodes:
+            host = self._addrs.get(node, node)
             try:
-                with urllib.request.urlopen(f"http://{node}:{self.ray_port}/metrics", timeout=3) as resp:
+                with urllib.request.urlopen(f"http://{host}:{self.ray_port}/metrics", timeout=3) as resp:
                     text = resp.read(8 << 20).decode("utf-8", "replace")
             except (OSError, ValueError):
                 continue
@@ -258,17 +264,17 @@ class NodeSampler:
                                     "mem_total": probe.mem_total, "disks": {}, "source": "srun"})
 
     def _gpu_event(self, node: str, devices: list[dict[str, Any]] | None, reason: str | None,
-                   source: str) -> Event | None:
+                   source: str, queried: list[str]) -> Event | None:
         if devices:
             self._gpu_said.pop(node, None)
             return Event("gpu", None, {"node": node, "available": True, "reason": None, "devices": devices,
-                                       "source": source})
+                                       "source": source, "queried": queried})
         why = reason or "no GPU reported"
         if self._gpu_said.get(node) == why:
             return None
         self._gpu_said[node] = why
         return Event("gpu", None, {"node": node, "available": False, "reason": why, "devices": [],
-                                   "source": source})
+                                   "source": source, "queried": queried})
 
     def maybe_sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
         now = time.monotonic()
@@ -282,22 +288,28 @@ class NodeSampler:
         ray = self._from_ray(nodes) if nodes else {}
         probes, failed = self._probe(job_id, nodes, num_nodes)
         events: list[Event] = []
+        ray_on = self.ray_port is not None and (bool(ray) or not self._dead("ray"))
         for node in dict.fromkeys([*nodes, *probes]):
             probe = probes.get(node)
             if probe is not None:
                 host = self._host_event(probe)
                 if host is not None:
                     events.append(host)
+            queried = []
+            if ray_on or node in ray:
+                where = f"{self._addrs.get(node, node)}:{self.ray_port}"
+                queried.append(f"ray metrics {where} ({'answered' if node in ray else 'no answer'})")
+            queried.append(f"srun --overlap {self.query[0]}" + ("" if probe is not None else " (no answer)"))
             if node in ray:
-                ev = self._gpu_event(node, ray[node], None, "ray")
+                ev = self._gpu_event(node, ray[node], None, "ray", queried)
             elif probe is not None:
                 devices = parse_nvidia_smi_csv("\n".join(probe.gpu_lines)) if probe.gpu_rc == 0 else []
                 reason = f"no GPU ({probe.no_gpu})" if probe.no_gpu else (None if devices else
                                           f"{self.query[0]} exited {probe.gpu_rc}: "
                                           + (probe.gpu_lines[0][:160] if probe.gpu_lines else "no output"))
-                ev = self._gpu_event(node, devices, reason, "srun")
+                ev = self._gpu_event(node, devices, reason, "srun", queried)
             elif failed is not None:
-                ev = self._gpu_event(node, None, f"no sample: {failed}", "srun")
+                ev = self._gpu_event(node, None, f"no sample: {failed}", "srun", queried)
             else:
                 continue
             if ev is not None:

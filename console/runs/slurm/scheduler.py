@@ -216,6 +216,25 @@ def sacct(job_id: str) -> JobRecord | None:
     return parse_sacct(proc.stdout, str(job_id))
 
 
+def parse_node_addrs(stdout: str) -> dict[str, str]:
+    """``scontrol show node -o`` (one node per line) -> {NodeName: NodeAddr}."""
+    out: dict[str, str] = {}
+    for line in stdout.splitlines():
+        kv = parse_scontrol_kv(line)
+        if kv.get("NodeName"):
+            out[kv["NodeName"]] = (kv.get("NodeAddr") or kv["NodeName"]).strip()
+    return out
+
+
+def node_addrs() -> dict[str, str]:
+    """Where each node is reached (NodeAddr; the name when scontrol cannot say)."""
+    try:
+        proc = _run(["scontrol", "show", "node", "-o"])
+    except SlurmError:
+        return {}
+    return parse_node_addrs(proc.stdout) if proc.returncode == 0 else {}
+
+
 # ---- scancel / srun ----------------------------------------------------------------------------
 def scancel(job_id: str, signal: str | None = None) -> None:
     argv = ["scancel"]
