@@ -78,7 +78,7 @@ def test_two_node_job_is_sampled_per_node(cluster: SlurmCluster, tmp_path: Path)
         assert any(e.data["cpu"] is not None for e in evs), f"{node}: no CPU percent (needs two samples)"
     gpus = {e.data["node"]: e.data for e in _events(run_dir, "gpu")}
     assert sorted(gpus) == sorted(cluster.nodes)
-    for node, data in gpus.items():
+    for data in gpus.values():
         # no GPU on this machine: said once per node, with why and what was asked
         assert data["available"] is False and data["devices"] == []
         assert "nvidia-smi not found" in data["reason"], data

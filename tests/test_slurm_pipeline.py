@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runs_support import PY, ROOT, cli, step, wait_finished, wait_for
+from runs_support import ROOT, cli, step, wait_finished, wait_for
 from slurm_cluster import SlurmCluster, cluster_for_tests
 
 from console.events import iter_events
