@@ -6,6 +6,7 @@ dies while srun is launching a step (Blocked, node_failure).
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -85,8 +86,38 @@ def test_two_node_job_is_sampled_per_node(cluster: SlurmCluster, tmp_path: Path)
         assert any(q.startswith("ray metrics") and "no answer" in q for q in data["queried"]), data
         assert any(q.startswith("srun --overlap nvidia-smi") for q in data["queried"]), data
     assert len(_events(run_dir, "gpu")) == 2  # "no GPU" is not repeated every sample
+    _check_console_shows_each_node(run_dir, cluster.nodes, tmp_path)
     print(f"\nper-node samples: { {n: len(v) for n, v in by_node.items()} } host events; gpu: "
           f"{ {n: d['reason'] for n, d in gpus.items()} }")
+
+
+def _check_console_shows_each_node(run_dir: Path, nodes: list[str], tmp_path: Path) -> None:
+    """The console's System tab (Textual, headless) shows a GPU and a host block per node."""
+    import asyncio
+
+    from console.tui.app import ConsoleApp
+
+    os.environ.setdefault("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    app = ConsoleApp(run_dir.parent, open_run=run_dir)
+    shown: dict[str, str] = {}
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 40)) as pilot:
+            for _ in range(100):
+                if type(app.screen).__name__ == "MonitorScreen" and app.screen.snapshot is not None \
+                        and app.screen.snapshot.gpu_nodes:
+                    break
+                await pilot.pause(0.05)
+            await pilot.press("4")
+            await pilot.pause(0.2)
+            shown["gpu"] = str(app.screen.query_one("#gpu-panel").render())
+            shown["host"] = str(app.screen.query_one("#host-panel").render())
+
+    asyncio.run(main())
+    assert "GPUs per node (2)" in shown["gpu"] and "Hosts (2 nodes)" in shown["host"], shown
+    for node in nodes:
+        assert node in shown["gpu"] and node in shown["host"]
+    assert shown["gpu"].count("no GPU data (no GPU (nvidia-smi not found))") == 2
 
 
 def test_ray_metrics_port_is_the_first_gpu_source(cluster: SlurmCluster, tmp_path: Path) -> None:

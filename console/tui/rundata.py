@@ -148,6 +148,8 @@ class RunSnapshot:
     findings: list[dict[str, Any]] = field(default_factory=list)
     gpu: list[dict[str, Any]] = field(default_factory=list)
     host: dict[str, Any] = field(default_factory=dict)
+    gpu_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # per node (Slurm): last gpu event
+    host_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # per node (Slurm): last host event
     hang_idle_s: float | None = None
     triage: dict[str, Any] | None = None
 
@@ -223,6 +225,10 @@ class RunModel:
         elif ev.type == "finding":
             if len(snap.findings) < MAX_FINDINGS:
                 snap.findings.append({"step": ev.step, **data})
+        elif ev.type == "gpu" and data.get("node"):
+            snap.gpu_nodes[str(data["node"])] = dict(data)
+        elif ev.type == "host" and data.get("node"):
+            snap.host_nodes[str(data["node"])] = dict(data)
         elif ev.type == "gpu":
             snap.gpu = list(data.get("devices") or [])
         elif ev.type == "host":

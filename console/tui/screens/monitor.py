@@ -34,6 +34,7 @@ from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone
 from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
 from console.tui.screens.badges import status_text, verdict_badge
 from console.tui.widgets.logview import KEEP_LINES, LogView
+from console.tui.widgets.nodes import gpu_nodes_text, host_nodes_text
 
 LOG_POLL_S = 0.08
 STATE_POLL_S = 0.5
@@ -412,6 +413,10 @@ class MonitorScreen(Screen[None]):
         self._render_log_bar()
 
     def _render_system(self) -> None:
+        if self.snapshot and (self.snapshot.gpu_nodes or self.snapshot.host_nodes):  # a Slurm job, per node
+            self.query_one("#gpu-panel", Static).update(gpu_nodes_text(self.snapshot.gpu_nodes, _bar))
+            self.query_one("#host-panel", Static).update(host_nodes_text(self.snapshot.host_nodes, _bar))
+            return
         gpu = (self.snapshot.gpu if self.snapshot and self.snapshot.gpu else self._gpu)
         host = (self.snapshot.host if self.snapshot and self.snapshot.host else self._host)
         lines = Text()
