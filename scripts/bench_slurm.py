@@ -39,6 +39,48 @@ def make_run(root: Path, i: int, steps: int) -> tuple[Path, RunSpec, dict]:
     return run_dir, spec, plan
 
 
+TRAIN = ("import time\n"
+         "for i in range(1, 6):\n"
+         "    print('at', time.time(), flush=True)\n"
+         "    print('=' * 20, f'Step {i}/5', '=' * 20, flush=True)\n"
+         "    time.sleep(0.7)\n")
+
+
+def first_progress(root: Path, jobs: int) -> tuple[list[float], list[float], list[float]]:
+    """Through start_run (the real path: sbatch + detached follower, or the local supervisor): from
+    submission to the first ``progress`` event in events.jsonl; and, for Slurm, from the moment the
+    banner was printed to its progress event (median over the banners: the follower's log latency)."""
+    from console.events import iter_events
+    from console.runs.launch import start_run
+    from console.runs.state import is_finished, read_state
+
+    first_slurm: list[float] = []
+    first_local: list[float] = []
+    last_slurm: list[float] = []
+    for launcher in ("slurm", "local"):
+        for i in range(jobs):
+            spec = RunSpec(framework="nemo-rl", launcher=launcher, runs_dir=str(root / f"fp-{launcher}-{i}"),
+                           extra={"slurm_gpu_sampling": False})
+            plan = {"steps": [{"name": "train", "argv": [sys.executable, "-u", "-c", TRAIN], "kind": "train",
+                               "cwd": str(root), "env": {}, "gpus": 0}]}
+            t0 = time.time()
+            run_dir = start_run(spec, plan=plan)
+            while not is_finished(read_state(run_dir)):
+                time.sleep(0.05)
+            progress = [e for e in iter_events(run_dir / "events.jsonl") if e.type == "progress"]
+            if launcher == "slurm":
+                import json
+
+                submitted = json.loads((run_dir / "slurm" / "submission.json").read_text())["submitted"]
+                first_slurm.append(progress[0].t - submitted)
+                log = (run_dir / "logs" / "01-train.log").read_text().splitlines()
+                printed = [float(line.split()[1]) for line in log if line.startswith("at ")]
+                last_slurm.append(statistics.median(ev.t - at for ev, at in zip(progress, printed, strict=False)))
+            else:
+                first_local.append(progress[0].t - t0)
+    return first_slurm, first_local, last_slurm
+
+
 def ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:8.1f} ms (min {min(values) * 1000:.1f}, max {max(values) * 1000:.1f})"
 
@@ -87,10 +129,14 @@ def main() -> int:
                 verdicts.append(time.perf_counter() - t)
                 cpu_per_poll.append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / n)
                 assert final["verdict"] == "Pass", final
+            first_slurm, first_local, last_slurm = first_progress(root, args.jobs)
             rows += [("render 20-step script", ms(renders)), ("sbatch (submit)", ms(submits)),
                      ("poll (squeue [+scontrol])", ms(polls)),
                      ("submit -> Pass verdict (20 steps of `srun true`, 0.1 s polls)", ms(verdicts)),
-                     ("follower CPU per poll (in-process part)", ms(cpu_per_poll))]
+                     ("follower CPU per poll (in-process part)", ms(cpu_per_poll)),
+                     ("slurm: sbatch -> first progress event (detached follower)", ms(first_slurm)),
+                     ("local: start -> first progress event (supervisor)", ms(first_local)),
+                     ("slurm: banner printed -> its progress event", ms(last_slurm))]
         finally:
             t = time.perf_counter()
             cluster.stop()
