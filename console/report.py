@@ -14,6 +14,7 @@ from typing import Any
 
 from console.fileio import read_json, write_text_atomic
 from console.redact import redact_text
+from console.runs.slurm.overlay import with_job_state
 from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
@@ -132,7 +133,7 @@ def _rerun_line(extra: dict[str, Any]) -> str:
 
 def render_json(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
-    v = run_verdict(run_dir)
+    v = with_job_state(run_dir, run_verdict(run_dir))  # a Slurm job state's news (NODE_FAIL...)
     spec = read_json(run_dir / "spec.json", {}) or {}
     plan = read_json(run_dir / "plan.json", {}) or {}
     framework = v["framework"]

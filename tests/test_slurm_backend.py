@@ -105,7 +105,7 @@ def test_plan_runs_to_pass_with_logs_exit_files_and_gpu_samples(cluster: SlurmCl
     assert job_id.isdigit()
     # the generated script is saved in the run folder, quoted, with generic paths
     script = (run_dir / "slurm" / "job.sbatch").read_text()
-    work_line = next(line for line in script.splitlines() if "02-work.log" in line)
+    work_line = next(line for line in script.splitlines() if "02-work.log" in line and line.startswith("( "))
     assert "export RUN_DIR=" in script and str(run_dir) not in work_line and '"${RUN_DIR}"' in work_line
     assert (run_dir / "slurm" / "submit.sh").read_text().count("sbatch --parsable") == 1
 
@@ -244,6 +244,11 @@ def test_node_failure_mid_job_is_blocked(cluster: SlurmCluster, tmp_path: Path) 
         assert final["steps"][0]["status"] == "cancelled"
         run_states = events_of(run_dir, "run_state")
         assert run_states[-1].data["verdict"] == "Blocked"
+        tri = json.loads((run_dir / "triage.json").read_text())
+        assert tri["primary"]["class"] == "node_failure" and tri["slurm"]["state"] == "NODE_FAIL"
+        from console.report import render_json
+
+        assert render_json(run_dir)["result"] == "Blocked"
         assert job_id == final["slurm_job_id"]
     finally:
         cluster.stop_job_leftovers()

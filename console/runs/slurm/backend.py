@@ -414,7 +414,9 @@ class Follower:
                         "step": self.steps[i]["name"], "file": str(path.relative_to(self.run_dir))}
         return None
 
-    def _scheduler_primary(self, class_id: str | None, text: str | None) -> dict[str, Any]:
+    def _scheduler_primary(self, class_id: str | None, text: str | None, verdict: str) -> dict[str, Any]:
+        """The primary finding when the job state decided: its class from slurm.toml (or, for a
+        class the logs also know, the triage catalog's title and advice)."""
         info = states.scheduler_class(class_id or "") or {}
         if not info and class_id:
             with contextlib.suppress(Exception):
@@ -422,10 +424,9 @@ class Follower:
 
                 c = default_catalog().classes[class_id]
                 info = {"title": c.title, "advice": c.advice}
-        return {"class": class_id or "unknown_error", "verdict": "Blocked" if info.get("verdict") == "Blocked"
-                else None, "line": 0, "evidence": text or "", "advice": info.get("advice"),
-                "title": info.get("title"), "remedy": {"env": {}, "overrides": [], "unset": []},
-                "rule": "slurm:job_state"}
+        return {"class": class_id or "unknown_error", "verdict": verdict, "line": 0, "evidence": text or "",
+                "advice": info.get("advice"), "title": info.get("title"),
+                "remedy": {"env": {}, "overrides": [], "unset": []}, "rule": "slurm:job_state"}
 
     def _finish(self, verdict: str | None, reason: str | None, status: JobStatus,
                 class_id: str | None = None) -> dict[str, Any]:
@@ -447,11 +448,11 @@ class Follower:
             if verdict == "Blocked":
                 final = "Blocked"
                 if (triage.get("primary") or {}).get("rule") != "slurm:launch_failure":
-                    triage["primary"] = {**self._scheduler_primary(class_id, reason), "verdict": "Blocked"}
+                    triage["primary"] = self._scheduler_primary(class_id, reason, "Blocked")
             elif verdict == "Fail" and final != "Blocked":
                 final = "Fail"
                 if (triage.get("primary") or {}).get("class") in (None, "unknown_error"):
-                    triage["primary"] = {**self._scheduler_primary(class_id, reason), "verdict": "Fail"}
+                    triage["primary"] = self._scheduler_primary(class_id, reason, "Fail")
             triage["verdict"] = final
             triage["slurm"] = {"job_id": self.job_id, "state": status.state, "reason": reason or status.reason,
                                "exit_code": status.exit_code, "nodes": status.nodes}
