@@ -57,6 +57,8 @@ def picture(run_dir: Path) -> dict[str, Any]:
         "finding_events": sorted((e.step, e.data.get("class"), e.data.get("line"))
                                  for e in _events(run_dir, "finding")),
         "progress_events": sorted(set(progress_events), key=str),
+        "metric_events": sorted((e.step, e.data.get("step"), tuple(sorted(e.data.get("values") or {})))
+                                for e in _events(run_dir, "metrics")),
         "deliverables": [(d["name"], d["status"]) for d in tri.get("deliverables") or []],
         "steps": [(s["name"], s["status"], s["exit_code"]) for s in state["steps"]],
     }
