@@ -24,7 +24,7 @@ from console.fileio import read_json
 from console.runs.lockfile import LockFile, is_locked
 from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.slurm import scheduler, states
-from console.runs.slurm.gpu import NodeSampler
+from console.runs.slurm.gpu import NodeSampler, SamplerThread
 from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
 from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.stepwrap import read_exit
@@ -186,6 +186,7 @@ class Follower:
         self.out_offset = 0
         self.scheduler_message: str | None = None
         self.gpu = NodeSampler.from_spec(self.spec)
+        self.sampler = SamplerThread(self.gpu) if self.gpu is not None else None
         self.pipeline = Pipeline(self.run_dir, self.spec.framework or "unknown", self.bus,
                                  {**self.plan, "spec": self.plan.get("spec") or self.spec.to_dict()},
                                  local_resources=False)
@@ -212,6 +213,7 @@ class Follower:
         once the job is over, a step that will never write one); save how far that got."""
         self._feed(job_over)
         self._save_cursor()
+        self._publish_samples()
 
     def _feed(self, job_over: bool) -> None:
         while self.feed_index < len(self.steps):
@@ -474,10 +476,19 @@ class Follower:
         return state
 
     def sample_nodes(self, job_id: str, status: JobStatus) -> None:
-        if status.phase != "active" or self.gpu is None:
+        """Point the node sampler (its own thread) at the job while it runs; publish what it found."""
+        if self.sampler is None:
             return
-        num_nodes = max(1, len(status.nodes) or self.spec.slurm.nodes)
-        for ev in self.gpu.maybe_sample(job_id, num_nodes, status.nodes):
+        if status.phase == "active":
+            self.sampler.aim(job_id, max(1, len(status.nodes) or self.spec.slurm.nodes), status.nodes)
+        else:
+            self.sampler.aim(None)
+        self._publish_samples()
+
+    def _publish_samples(self) -> None:
+        if self.sampler is None:
+            return
+        for ev in self.sampler.drain():
             ev.step = self.pipeline.step.name if self.pipeline.step else None
             self.bus.publish(ev)
 
@@ -541,6 +552,8 @@ class Follower:
                     time.sleep(min(self.tick_s, max(0.0, next_poll - time.monotonic())))
                     self.feed()
         finally:
+            if self.sampler is not None:
+                self.sampler.stop()
             with contextlib.suppress(Exception):
                 self.pipeline.close()
             self.bus.close()

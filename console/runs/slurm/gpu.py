@@ -12,9 +12,11 @@ A source that fails twice in a row is dropped; the follower carries on without G
 
 from __future__ import annotations
 
+import queue
 import re
 import shlex
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -28,6 +30,9 @@ from console.spec import RunSpec
 NVIDIA_SMI_QUERY = ["nvidia-smi", "--query-gpu=index,name,uuid,memory.used,memory.total,utilization.gpu",
                     "--format=csv,noheader,nounits"]
 RAY_METRICS_PORT = 1309
+# srun's words when the job is already over: not a sampling failure
+JOB_OVER = ("has expired", "already completing or completed", "Invalid job id", "is not running",
+            "Job/step already")
 _PROM_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+(\S+)")
 _LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -243,6 +248,8 @@ class NodeSampler:
             self.failures["srun"] += 1
             return {}, str(exc)
         probes = parse_probe(proc.stdout, nodes)
+        if not probes and any(m in proc.stderr for m in JOB_OVER):
+            return {}, None  # the job ended between the follower's poll and this sample
         if not probes:
             self.failures["srun"] += 1
             first = (proc.stderr or proc.stdout).strip().splitlines()[:1]
@@ -321,3 +328,51 @@ class NodeSampler:
 
 
 GpuSampler = NodeSampler  # the name this module had before it sampled hosts too
+
+
+class SamplerThread:
+    """Runs a :class:`NodeSampler` beside the follower's loop (an ``srun --overlap`` may take
+    seconds; the logs must keep flowing meanwhile). Its events come back through ``drain()``, so
+    only the follower's thread writes events.jsonl."""
+
+    def __init__(self, sampler: NodeSampler, wake_s: float = 0.25) -> None:
+        self.sampler = sampler
+        self.wake_s = wake_s
+        self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self._target: tuple[str, int, tuple[str, ...]] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def aim(self, job_id: str | None, num_nodes: int = 1, nodes: Sequence[str] = ()) -> None:
+        """Sample this job's nodes from now on (``job_id=None``: pause)."""
+        with self._lock:
+            self._target = (job_id, num_nodes, tuple(nodes)) if job_id else None
+        if job_id and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="rl-console-node-sampler", daemon=True)
+            self._thread.start()
+
+    def drain(self) -> list[Event]:
+        out = []
+        while True:
+            try:
+                out.append(self._queue.get_nowait())
+            except queue.Empty:
+                return out
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                target = self._target
+            if target is not None:
+                try:
+                    for ev in self.sampler.maybe_sample(*target):
+                        self._queue.put(ev)
+                except Exception as exc:  # noqa: BLE001 - a sampling failure must not end the follower
+                    print(f"rl-console follow: node sampling failed: {exc!r}", file=sys.stderr, flush=True)
+            self._stop.wait(self.wake_s)
