@@ -144,16 +144,6 @@ def scan_steps(run_dir: Path, steps: list[dict[str, Any]]) -> list[tuple[str, in
     return out
 
 
-def steps_verdict(steps: list[dict[str, Any]], scanned: list[tuple[str, int | None, float | None]]) -> str:
-    """The usual verdict from exit codes: a failed ``stop`` step, or a step that never ran -> Fail."""
-    for step, (status, _code, _t) in zip(steps, scanned, strict=True):
-        if status == "failed" and (step.get("on_failure") or "stop") == "stop":
-            return "Fail"
-        if status in ("pending", "running"):
-            return "Fail"
-    return "Pass"
-
-
 class Follower:
     """Brings one Slurm run's state.json/events.jsonl/triage.json up to date; ``step()`` is one poll.
 
@@ -344,14 +334,6 @@ class Follower:
             return None, None, None  # the batch script exited with its failed step's code
         text = "; ".join(x for x in (f"job {status.state}", reason, m.advice) if x)
         return str(m.verdict or "Fail"), text, m.klass
-
-    def verdict_for(self, status: JobStatus) -> tuple[str, str | None]:
-        """The job state's verdict, or the steps' exit codes' when the job state leaves it to them
-        (the full verdict, with the logs' triage, is decided in ``_finish``)."""
-        verdict, reason, _ = self.job_decision(status)
-        if verdict is None:
-            return steps_verdict(self.steps, self.scanned), None
-        return verdict, reason
 
     def _mark_steps(self, verdict: str | None, reason: str | None, status: JobStatus) -> list[Event]:
         """Settle the steps the job left unfinished (running -> cancelled/failed, pending -> skipped)."""
