@@ -1,4 +1,6 @@
-"""A throw-away single-node Slurm cluster on loopback for the Slurm tests.
+"""A throw-away Slurm cluster on loopback for the Slurm tests: one node, or several
+(``nodes=2``: more ``NodeName`` entries on this host, each served by its own ``slurmd -N NAME`` on
+its own port, with per-node spool dir, pid file and log through ``%n``; Slurm 22.05 accepts this).
 
 munged, slurmctld and slurmd run in the foreground (``-D``), as root, with every file (key, socket,
 state, spool, logs, pid files) in one temp dir and a generated ``slurm.conf``. No accounting daemon:
