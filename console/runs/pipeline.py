@@ -205,9 +205,6 @@ class Pipeline:
         if self._sampler is not None:
             self._sampler_fence.call(self._sampler.gpu.close)
 
-    def step_kind(self, name: str) -> str:
-        return self._kinds.get(name, "train")
-
 
 # ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------
 def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
