@@ -384,10 +384,12 @@ def _user_overrides_per_step(cat: FrameworkCatalog, levels: list[int], variants:
         errors: list[SpecError] = []
         took: list[str] = []
         for (config, script), name in targets.items():
+            if script and any(s.forwards_unquoted for s in _train_templates(cat)):
+                warnings.extend(check_unquoted(text, script))  # a split argument is refused outright
+        for (config, script), name in targets.items():
             added = checkout.wrapper_keys("repo", script)[0] if script else set()
-            unquoted = script if any(s.forwards_unquoted for s in _train_templates(cat) if s.config == config) else None
             try:
-                warnings.extend(validate_overrides([text], repo, config, unquoted_script=unquoted, extra_keys=added))
+                warnings.extend(validate_overrides([text], repo, config, extra_keys=added))
             except SpecError as exc:
                 errors.append(exc)
                 continue
