@@ -344,6 +344,7 @@ def build_plan(spec: RunSpec) -> Plan:
 
     _gpu_warning(cat, spec, steps, warnings)
     plan = Plan(spec=replace(spec, levels=levels), steps=steps, warnings=list(dict.fromkeys(warnings)))
+    plan.resolve_inputs = resolve_args
     plan.drift = resolve_plan(plan, resolve_args, checkout)
     return plan
 

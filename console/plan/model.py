@@ -71,6 +71,8 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     # catalog_drift findings (console/plan/resolve.py): a step names a path or key the checkout lacks
     drift: list[dict[str, Any]] = field(default_factory=list)
+    # step -> (cwd role, config, catalog args, user args): what resolve_plan needs (not serialized)
+    resolve_inputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self, redact: bool = True) -> dict[str, Any]:
         spec = self.spec.to_dict()
