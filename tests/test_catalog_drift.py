@@ -146,3 +146,36 @@ def test_checkout_drift_shows_in_plan_output_and_blocks_run(repos, tmp_path):
                          capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 3 and "--allow-drift" in run.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_pytest_exit_4_is_blocked_drift_not_a_fail(tmp_path):
+    """A Bridge-side check that names a test file the checkout lacks: real pytest exits 4; the run
+    reports Bridge-side checks Blocked (catalog_drift) and says which later steps did not run and why."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from runs_support import reap_runs, wait_finished
+
+    from console.runs.launch import start_run
+    from console.spec import RunSpec
+    from console.triage.verdict import run_verdict
+
+    checkout = tmp_path / "bridge"
+    checkout.mkdir()
+    runs_dir = tmp_path / "runs"
+    plan = {"steps": [
+        {"name": "bridge-checks", "argv": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                           "tests/unit_tests/training/test_integration.py"],
+         "env": {}, "cwd": str(checkout), "kind": "check", "deliverable": "bridge_checks"},
+        {"name": "l0-run", "argv": [sys.executable, "-c", "print('train')"], "env": {}, "cwd": str(checkout),
+         "kind": "train", "deliverable": "framework_run"},
+    ]}
+    try:
+        run_dir = start_run(RunSpec(framework="nemo-rl", runs_dir=str(runs_dir)), plan=plan)
+        state = wait_finished(run_dir, timeout=90)
+    finally:
+        reap_runs(runs_dir)
+    assert [s["exit_code"] for s in state["steps"]] == [4, None]
+    assert state["steps"][1]["status"] == "skipped" and "bridge-checks" in state["steps"][1]["reason"]
+    v = run_verdict(run_dir)
+    assert v["verdict"] == "Blocked"
+    checks = next(d for d in v["deliverables"] if d["name"] == "Bridge-side checks")
+    assert checks["status"] == "Blocked" and v["primary"]["class"] == "catalog_drift"
