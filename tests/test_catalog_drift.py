@@ -164,7 +164,8 @@ def test_pytest_exit_4_is_blocked_drift_not_a_fail(tmp_path):
     plan = {"steps": [
         {"name": "bridge-checks", "argv": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                            "tests/unit_tests/training/test_integration.py"],
-         "env": {}, "cwd": str(checkout), "kind": "check", "deliverable": "bridge_checks"},
+         "env": {}, "cwd": str(checkout), "kind": "check", "deliverable": "bridge_checks",
+         "notes": ["Upstream wins over the procedure: test note"]},
         {"name": "l0-run", "argv": [sys.executable, "-c", "print('train')"], "env": {}, "cwd": str(checkout),
          "kind": "train", "deliverable": "framework_run"},
     ]}
@@ -179,3 +180,11 @@ def test_pytest_exit_4_is_blocked_drift_not_a_fail(tmp_path):
     assert v["verdict"] == "Blocked"
     checks = next(d for d in v["deliverables"] if d["name"] == "Bridge-side checks")
     assert checks["status"] == "Blocked" and v["primary"]["class"] == "catalog_drift"
+    # the report keeps the catalog's note (Limitations) and the upstream commits it was verified against
+    from console.report import render_markdown
+
+    md = render_markdown(run_dir)
+    limitations = md.split("Limitations:", 1)[1]
+    assert "- Upstream wins over the procedure: test note" in limitations
+    commit = load_manifest()["repos"]["nemo-rl"]["commit"][:12]
+    assert f"- Upstream: catalog verified against upstream nemo-rl {commit}" in md

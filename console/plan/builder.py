@@ -384,7 +384,7 @@ def _user_overrides_per_step(cat: FrameworkCatalog, levels: list[int], variants:
     for text in user_overrides:
         errors: list[SpecError] = []
         took: list[str] = []
-        for (config, script), name in targets.items():
+        for _config, script in targets:
             if script and any(s.forwards_unquoted for s in _train_templates(cat)):
                 warnings.extend(check_unquoted(text, script))  # a split argument is refused outright
         for (config, script), name in targets.items():
