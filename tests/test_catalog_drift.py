@@ -188,3 +188,22 @@ def test_pytest_exit_4_is_blocked_drift_not_a_fail(tmp_path):
     assert "- Upstream wins over the procedure: test note" in limitations
     commit = load_manifest()["repos"]["nemo-rl"]["commit"][:12]
     assert f"- Upstream: catalog verified against upstream nemo-rl {commit}" in md
+
+
+def test_doctor_reads_the_vendored_bridge_gitlink(tmp_path):
+    # an uninitialised submodule: git inside the empty directory would answer for NeMo-RL itself
+    from console.doctor.repos import gitlink
+
+    repo = tmp_path / "nemo-rl"
+    rel = "3rdparty/Megatron-Bridge-workspace/Megatron-Bridge"
+    pinned = "8c46dc4259" + "0" * 30
+
+    def git(*a: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git("update-index", "--add", "--cacheinfo", f"160000,{pinned},{rel}")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "pin")
+    (repo / rel).mkdir(parents=True)
+    assert gitlink(repo, rel) == pinned
+    assert gitlink(repo, "nope") is None
