@@ -551,7 +551,7 @@ def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> di
     run_dir = Path(run_dir).resolve()
     lock_path = run_dir / SLURM_DIR / FOLLOW_LOCK
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    lock = LockFile(lock_path, expiry_s=max(FOLLOW_LOCK_EXPIRY_S, 10 * poll_s))
+    lock = LockFile(lock_path, expiry_s=max(FOLLOW_LOCK_EXPIRY_S, 10 * poll_s), poll_s=1.0)
     lock.acquire()
     try:
         return Follower(run_dir, poll_s=poll_s).run(max_s=max_s, lock=lock)
