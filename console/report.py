@@ -14,7 +14,6 @@ from typing import Any
 
 from console.fileio import read_json, write_text_atomic
 from console.redact import redact_text
-from console.runs.slurm.overlay import with_job_state
 from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
@@ -118,6 +117,18 @@ def _preflight_line(doctor: dict[str, Any]) -> str:
     return str(doctor["verdict"]) + (": " + "; ".join(bad) if bad else ": every check ok")
 
 
+def _interpreter_line(doctor: dict[str, Any]) -> str:
+    """The run's own interpreter and its package versions, as the preflight probed them (doctor.json)."""
+    it = doctor.get("interpreter") if isinstance(doctor, dict) else None
+    if not isinstance(it, dict):
+        return ""
+    command = " ".join(str(a) for a in it.get("command") or [])
+    if not it.get("executable"):
+        return f"`{command}` not probed ({it.get('problem') or it.get('status')})"
+    versions = ", ".join(f"{k} {v or 'not installed'}" for k, v in (it.get("packages") or {}).items())
+    return f"`{command}` -> {it['executable']} (Python {it.get('python')}): {versions}"
+
+
 def _rerun_line(extra: dict[str, Any]) -> str:
     """What a rerun-with-fix changed, so the report records the remedy that was applied."""
     if not extra.get("linked_from"):
@@ -133,7 +144,7 @@ def _rerun_line(extra: dict[str, Any]) -> str:
 
 def render_json(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
-    v = with_job_state(run_dir, run_verdict(run_dir))  # a Slurm job state's news (NODE_FAIL...)
+    v = run_verdict(run_dir)
     spec = read_json(run_dir / "spec.json", {}) or {}
     plan = read_json(run_dir / "plan.json", {}) or {}
     framework = v["framework"]
@@ -151,9 +162,13 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     if framework != "demo":
         evidence["bridge_repo"] = _repo_state(run_dir, plan_steps, v, spec.get("bridge_repo"), "bridge")
         evidence["repo"] = _repo_state(run_dir, plan_steps, v, spec.get("repo"), "repo")
-    preflight = _preflight_line(read_json(run_dir / "doctor.json", {}) or {})
+    doctor = read_json(run_dir / "doctor.json", {}) or {}
+    preflight = _preflight_line(doctor)
     if preflight:
         evidence["preflight"] = preflight
+    interpreter = _interpreter_line(doctor)
+    if interpreter:
+        evidence["interpreter"] = interpreter
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
@@ -164,6 +179,7 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     # where the catalog follows upstream over the written procedure (catalog `note`), and drift it knew of
     notes = list(dict.fromkeys(n for s in plan_steps for n in (s.get("notes") or [])))
     notes += [f"catalog_drift: {d.get('message')}" for d in plan.get("drift") or [] if isinstance(d, dict)]
+    comparison = (read_json(run_dir / "compare.json", {}) or {}).get("report_lines")  # run --baseline
     out = {
         "run": run_dir.name,
         "result": v["verdict"],
@@ -177,6 +193,8 @@ def render_json(run_dir: Path) -> dict[str, Any]:
         "follow_ups": v["follow_ups"],
         "primary": v.get("primary"),
     }
+    if comparison:
+        out["baseline_comparison"] = [str(x) for x in comparison]
     return json.loads(redact_text(json.dumps(out)))
 
 
@@ -203,6 +221,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
         lines.append(f"- Preflight (rl-console doctor): {ev['preflight']}")
     if ev.get("upstream"):
         lines.append(f"- Upstream: {ev['upstream']}")
+    if ev.get("interpreter"):
+        lines.append(f"- Run interpreter: {ev['interpreter']}")
     cmds = ev.get("commands") or []
     if len(cmds) <= 1:
         lines.append(f"- Command: {cmds[0] if cmds else 'none'}")
@@ -215,6 +235,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
     else:
         lines.append("- Key lines:")
         lines += [f"  - {k}" for k in key]
+    if r.get("baseline_comparison"):
+        lines += ["", "Baseline comparison:"] + [f"- {x}" for x in r["baseline_comparison"]]
     lines += ["", "Limitations:"] + [f"- {x}" for x in r["limitations"]]
     lines += ["", "Follow-ups:"] + [f"- {x}" for x in r["follow_ups"]]
     return redact_text("\n".join(lines) + "\n")

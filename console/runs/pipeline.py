@@ -24,7 +24,6 @@ from console.monitor.procs import run_process_tree
 from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
-from console.runs.state import read_state
 from console.triage.engine import TriageEngine
 from console.triage.verdict import run_verdict
 
@@ -163,13 +162,13 @@ class Pipeline:
         self._last_sample = 0.0
         self._sampler: Any = None
         self._sampler_fence = _Fenced("resource sampler")
+        self._sampler_fence.dead = not local_resources  # closed: this machine is not sampled at all
         self.step_pid: int | None = None
         plan = plan if plan is not None else _read_json(run_dir / "plan.json")
         self.hang_after_s = hang_timeout(plan.get("spec") or _read_json(run_dir / "spec.json"))
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
-        if local_resources:
-            self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
-                bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))
+        self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
+            bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))
 
     def _step_pids(self) -> set[int]:
         """The current step's processes (its wrapper's descendants), to mark GPU processes as ours."""
@@ -209,7 +208,8 @@ class Pipeline:
 # ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------
 def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The run's triage JSON (``triage.json``): the verdict engine over the run folder; when that
-    fails, the first failing step's own triage (else the last step's)."""
+    fails, the first failing step's own triage (else the last step's). (``Supervisor._triage``
+    does the same; it can call this once the supervisor's parallel rework is merged.)"""
     try:
         result = run_verdict(run_dir)
         if isinstance(result, dict) and result.get("verdict"):
@@ -222,21 +222,12 @@ def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict
     return list(step_results.values())[-1] if step_results else None
 
 
-def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
-    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
-    stopping_ok = all(
-        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
-        for s, plan_step in zip(state["steps"], steps, strict=False)
-    )
-    tri = (triage or {}).get("verdict")
-    if tri in ("Fail", "Blocked"):
-        return tri
-    return "Pass" if stopping_ok else "Fail"
-
-
 def run_outcome(run_dir: Path, steps: list[dict[str, Any]],
                 step_results: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
+    from console.runs.state import read_state
+    from console.runs.supervisor import decide_verdict  # the local supervisor's rule, not a copy
+
     triage = final_triage(run_dir, step_results)
     return decide_verdict(read_state(run_dir), steps, triage), triage

@@ -23,10 +23,11 @@ from typing import Any
 from console.events import Event, EventBus
 from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, terminate_tree
 from console.runs.launch import SECRETS_ENV
-from console.runs.pipeline import Pipeline, decide_verdict, final_triage
+from console.runs.pipeline import Pipeline
 from console.runs.procs import RUN_ID_ENV, run_marker
 from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.stepwrap import exit_status, read_exit, write_exit
+from console.triage.verdict import run_verdict
 
 TICK_S = 0.2
 STATE_CHECK_S = 0.5
@@ -222,7 +223,29 @@ class Supervisor:
         return 0
 
     def _triage(self) -> dict[str, Any] | None:
-        return final_triage(self.run_dir, self.pipeline.step_results)
+        try:
+            result = run_verdict(self.run_dir)
+            if isinstance(result, dict) and result.get("verdict"):
+                return result
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+        results = self.pipeline.step_results
+        failed = [r for r in results.values() if r.get("verdict") in ("Fail", "Blocked")]
+        if failed:
+            return failed[0]
+        return list(results.values())[-1] if results else None
+
+
+def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
+    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
+    stopping_ok = all(
+        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
+        for s, plan_step in zip(state["steps"], steps, strict=False)
+    )
+    tri = (triage or {}).get("verdict")
+    if tri in ("Fail", "Blocked"):
+        return tri
+    return "Pass" if stopping_ok else "Fail"
 
 
 def main(argv: list[str] | None = None) -> int:

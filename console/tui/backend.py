@@ -76,8 +76,7 @@ def triage_files(paths: list[Path]) -> dict[str, Any]:
 
 
 def run_verdict(run_dir: Path) -> dict[str, Any]:
-    verdict = _get("console.triage.verdict", "run_verdict")(run_dir)
-    return _get("console.runs.slurm.overlay", "with_job_state")(run_dir, verdict)  # Slurm job-state news
+    return _get("console.triage.verdict", "run_verdict")(run_dir)
 
 
 def render_report(run_dir: Path) -> str:

@@ -181,6 +181,18 @@ def gpus_per_node(spec: RunSpec, steps: list[dict[str, Any]]) -> int:
     return -(-wanted // nodes)  # ceil
 
 
+def _srun_to_log(launch_prefix: list[str], stem: str, roots: dict[str, str]) -> list[str]:
+    """With srun, the task's output goes straight to the step log (slurmstepd writes it), so the
+    log holds what the program printed, line for line as in a local run; srun's own messages (task
+    exit notes, launch failures) then go to ``NN-<step>.srun.log`` beside it."""
+    if launch_prefix[:1] != ["srun"]:
+        return launch_prefix
+    path = f"{roots['RUN_DIR']}/logs/{stem}.log"
+    if "%" in path:  # srun's file-name patterns (%j, %t...): a literal % is %%
+        path = path.replace("%", "%%")
+    return [launch_prefix[0], f"--output={path}", "--open-mode=append", *launch_prefix[1:]]
+
+
 def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_prefix: list[str]) -> str:
     """One step: ``( cd CWD && exec env ... [srun ...] argv ) >log 2>&1`` then its exit file."""
     stem = step_file_stem(index, step["name"])
@@ -192,23 +204,16 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             raise SpecError(f"step {step['name']!r}: bad environment name {key!r}")
     unset = [str(u) for u in step.get("unset") or []]
+    launch_prefix = _srun_to_log(launch_prefix, stem, roots)
     env_words = ["env"] + [w for u in unset for w in ("-u", shlex.quote(u))]
     env_words += [f"{shlex.quote(k + '=')}{generic_word(v, roots)}" if v else shlex.quote(k + "=")
                   for k, v in env.items()]
-    prefix = [generic_word(a, roots) for a in launch_prefix]
-    log = f'"${{RUN_DIR}}/logs/"{shlex.quote(stem + ".log")}'
-    out = log
-    if launch_prefix and launch_prefix[0] == "srun":
-        # the task's output goes straight to the step log (written by slurmstepd), so the log holds
-        # what the program printed, line for line as in a local run; srun's own messages (task exit
-        # notes, launch failures) go to NN-<step>.srun.log beside it. "%" is srun's pattern escape.
-        prefix[1:1] = [f'--output="${{RUN_DIR//%/%%}}/logs/"{shlex.quote(stem.replace("%", "%%") + ".log")}',
-                       "--open-mode=append"]
-        out = f'"${{RUN_DIR}}/logs/"{shlex.quote(stem + SRUN_LOG_SUFFIX)}'
-    words = (env_words if len(env_words) > 1 else []) + prefix + [generic_word(a, roots) for a in argv]
+    words = (env_words if len(env_words) > 1 else []) + [generic_word(a, roots) for a in [*launch_prefix, *argv]]
     cwd = step.get("cwd") or None
     cd = f"cd {generic_word(str(cwd), roots)} && " if cwd else ""
     on_failure = step.get("on_failure") or "stop"
+    log = f'"${{RUN_DIR}}/logs/{stem}.log"'
+    out = f'"${{RUN_DIR}}/logs/"{shlex.quote(stem + SRUN_LOG_SUFFIX)}' if launch_prefix[:1] == ["srun"] else log
     title = str(step.get("title") or step["name"]).replace("\n", " ")
     return "\n".join([
         f"# step {index:02d}: {title}",
