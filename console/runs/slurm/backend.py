@@ -1,9 +1,11 @@
 """The Slurm launcher backend: submit a plan, poll the job, cancel it, follow it to its verdict.
 
 ``submit`` writes the script into ``<run_dir>/slurm/`` and calls ``sbatch``; ``follow`` (run detached
-by ``python -m console.runs.slurm.follow RUN_DIR``) keeps ``state.json`` and ``events.jsonl`` up to
-date from ``squeue``/``scontrol``/``sacct`` and the exit files the steps write, until the job ends.
-The job id lives in ``state.json`` (``slurm_job_id``), so any console can reattach later.
+by ``python -m console.runs.slurm.follow RUN_DIR``) runs the steps' logs through the local
+supervisor's pipeline (progress, metrics, findings, hang) and keeps ``state.json``, ``events.jsonl``
+and, at the end, ``triage.json`` up to date from the logs, the exit files the steps write and
+``squeue``/``scontrol``/``sacct``, until the job ends. The job id lives in ``state.json``
+(``slurm_job_id``), so any console can reattach later.
 """
 
 from __future__ import annotations
