@@ -133,13 +133,14 @@ def test_lock_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path: Pat
 
 
 def test_refresh_keeps_a_long_lock_alive(tmp_path: Path, no_flock: list) -> None:
-    lock = LockFile(tmp_path / "follow.lock", expiry_s=0.5)
+    lock = LockFile(tmp_path / "follow.lock", expiry_s=2.0)
     lock.acquire()
-    time.sleep(0.3)
+    time.sleep(1.2)
     lock.refresh()
-    time.sleep(0.3)  # past the first expiry, within the refreshed one
+    time.sleep(1.2)  # past the first expiry, within the refreshed one
     assert is_locked(tmp_path / "follow.lock")
     lock.release()
+    assert not is_locked(tmp_path / "follow.lock")
 
 
 def _bump(run_dir: str, n: int) -> None:
