@@ -205,7 +205,7 @@ def build_plan(spec: RunSpec) -> Plan:
     repo = bridge = None
     if cat.needs_repo:
         repo = _git_checkout(spec.repo, "--repo", cat.name, cat.repo_env or "the repo variable")
-    if cat.needs_bridge:
+    if cat.needs_bridge or spec.bridge_repo:  # optional where not needed (the demo's weight-conversion hook)
         bridge = _git_checkout(spec.bridge_repo, "--bridge-repo", cat.name, "BRIDGE_REPO")
     if cat.overrides == "none" and spec.overrides:
         raise SpecError(f"--override is not accepted for {cat.name}: it has no Hydra config")
@@ -223,8 +223,8 @@ def build_plan(spec: RunSpec) -> Plan:
     for key, template in cat.placeholders.items():
         ctx.values[key] = ctx.expand(template)
     pythonpath = None
-    if cat.pythonpath:
-        parts = [ctx.expand(p) for p in cat.pythonpath]
+    parts = [x for x in (ctx.expand(p) for p in cat.pythonpath) if x]  # an unset optional repo adds nothing
+    if parts:
         existing = lookup("PYTHONPATH")
         pythonpath = ":".join(parts + ([existing] if existing else []))
     ctx.values["pythonpath"] = pythonpath or ""
@@ -276,7 +276,8 @@ def build_plan(spec: RunSpec) -> Plan:
             for arg in extra:
                 if script:
                     warnings.extend(check_unquoted(arg, script))
-                parse_override(arg)
+                if not arg.startswith("-") and ("=" in arg or arg.startswith("~")):  # not a flag or its value
+                    parse_override(arg)
             key = (st.config, script)
             if user_overrides and key not in validated:
                 validated.add(key)
