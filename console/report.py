@@ -156,6 +156,7 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
+    comparison = (read_json(run_dir / "compare.json", {}) or {}).get("report_lines")  # run --baseline
     out = {
         "run": run_dir.name,
         "result": v["verdict"],
@@ -169,6 +170,8 @@ def render_json(run_dir: Path) -> dict[str, Any]:
         "follow_ups": v["follow_ups"],
         "primary": v.get("primary"),
     }
+    if comparison:
+        out["baseline_comparison"] = [str(x) for x in comparison]
     return json.loads(redact_text(json.dumps(out)))
 
 
@@ -205,6 +208,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
     else:
         lines.append("- Key lines:")
         lines += [f"  - {k}" for k in key]
+    if r.get("baseline_comparison"):
+        lines += ["", "Baseline comparison:"] + [f"- {x}" for x in r["baseline_comparison"]]
     lines += ["", "Limitations:"] + [f"- {x}" for x in r["limitations"]]
     lines += ["", "Follow-ups:"] + [f"- {x}" for x in r["follow_ups"]]
     return redact_text("\n".join(lines) + "\n")

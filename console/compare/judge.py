@@ -61,12 +61,15 @@ def metric_row(rule: MetricRule, al: Aligned, last_k: int, across_seeds: bool) -
     k = min(last_k, len(al.steps))
     bm, cm = _mean(al.base[-k:]) if k else None, _mean(al.cand[-k:]) if k else None
     delta = (cm - bm) if bm is not None and cm is not None else None
-    rel = (delta / abs(bm)) if delta is not None and bm else None
+    # a relative change of a near-zero value (below the metric's absolute floor) means nothing
+    rel = (delta / abs(bm)) if delta is not None and bm and abs(bm) > rule.abs else None
     max_abs = max_rel = 0.0
     first_div: int | None = None
     for step, b, c in zip(al.steps, al.base, al.cand, strict=True):
         d, r = _diff(b, c)
-        max_abs, max_rel = max(max_abs, d), max(max_rel, r)
+        max_abs = max(max_abs, d)
+        if not _finite(b) or abs(b) > rule.abs:
+            max_rel = max(max_rel, r)
         tol = rule.tolerance(b if _finite(b) else 0.0)
         if first_div is None and d > (tol or 0.0):
             first_div = step

@@ -87,6 +87,10 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
 
 def cmd_run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
+    if getattr(args, "baseline", None):  # the same plan twice, Bridge at REF then as is, then compared
+        from console.compare.baseline import run_with_baseline
+
+        return run_with_baseline(spec, args, _start)
     run_dir = _start(spec, args)
     print(f"run {run_dir.name} started: {run_dir}", file=sys.stderr if not args.detach else sys.stdout)
     if args.detach:
