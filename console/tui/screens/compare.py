@@ -16,9 +16,9 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Label, Sparkline, Static
+from textual.widgets import DataTable, Footer, Header, Label, Static
 
 from console.compare.render import gib, match_line, metric_table, num, pct, timing_table
 from console.tui.messages import TaskDone
@@ -27,8 +27,36 @@ LARGE = (120, 40)  # plots instead of sparklines from this terminal size on
 VERDICT_CLASS = {"Same": "badge-pass", "Changed": "badge-fail", "Inconclusive": "badge-blocked"}
 
 
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
 def _finite(values: list[float]) -> list[float]:
     return [v if not (math.isnan(v) or math.isinf(v)) else 0.0 for v in values]
+
+
+def _buckets(values: list[float], width: int) -> list[float]:
+    """One value per step when they fit, else the mean of each of ``width`` equal runs of steps."""
+    if len(values) <= width:
+        return values
+    out = []
+    for i in range(width):
+        part = values[i * len(values) // width:(i + 1) * len(values) // width] or [values[-1]]
+        out.append(sum(part) / len(part))
+    return out
+
+
+def spark_pair(base: list[float], cand: list[float], width: int) -> tuple[str, str]:
+    """Two sparklines on one shared scale, so their heights compare (Textual's scale each alone)."""
+    b, c = _buckets(_finite(base), width), _buckets(_finite(cand), width)
+    lo, hi = min(b + c, default=0.0), max(b + c, default=0.0)
+    span = hi - lo
+
+    def line(values: list[float]) -> str:
+        if span <= 0:
+            return BLOCKS[3] * len(values)
+        return "".join(BLOCKS[min(7, int((v - lo) / span * 7.999))] for v in values)
+
+    return line(b), line(c)
 
 
 class CompareScreen(Screen[None]):
@@ -41,8 +69,7 @@ class CompareScreen(Screen[None]):
     .cmp-section { height: 1; padding: 0 1; text-style: bold; color: $primary; margin-top: 1; }
     .cmp-curve { height: 2; }
     .cmp-curve Label { width: 24; padding: 0 1; }
-    .cmp-curve Vertical { width: 1fr; height: 2; }
-    .cmp-curve Sparkline { height: 1; width: 1fr; }
+    .cmp-curve Static { width: 1fr; height: 2; }
     .cmp-plots { height: 14; }
     .cmp-plots PlotextPlot { width: 1fr; height: 14; }
     #cmp-diffs { height: auto; padding: 0 1; }
@@ -67,7 +94,7 @@ class CompareScreen(Screen[None]):
         yield Footer()
 
     def _title(self) -> str:
-        return f"baseline {self.baseline.name}  vs  candidate {self.candidate.name}"
+        return f"base {self.baseline.name}  vs  cand {self.candidate.name}"
 
     def on_mount(self) -> None:
         self.sub_title = "Compare"
@@ -90,7 +117,7 @@ class CompareScreen(Screen[None]):
     def action_refresh_compare(self) -> None:
         self.compute()
 
-    def on_task_done(self, message: TaskDone) -> None:
+    async def on_task_done(self, message: TaskDone) -> None:
         if message.kind != "compare":
             return
         verdict = self.query_one("#cmp-verdict", Static)
@@ -101,11 +128,11 @@ class CompareScreen(Screen[None]):
         verdict.set_classes(VERDICT_CLASS.get(r["verdict"], ""))
         verdict.update(Text(f"{r['verdict']}: {'; '.join(r['reasons'])}"))
         self.query_one("#cmp-match", Static).update(f"Curves: {match_line(r)}")
-        self._fill(r)
+        await self._fill(r)
 
-    def _fill(self, r: dict[str, Any]) -> None:
+    async def _fill(self, r: dict[str, Any]) -> None:
         body = self.query_one("#cmp-body", VerticalScroll)
-        body.remove_children()
+        await body.remove_children()
         k = r["last_k"]
         widgets: list[Any] = [Static(f"Metrics: mean of the last {k} steps", classes="cmp-section")]
         table: DataTable[str] = DataTable(id="cmp-metrics", cursor_type="row", zebra_stripes=True)
@@ -135,7 +162,7 @@ class CompareScreen(Screen[None]):
         lines = [f"{d['field']}: {d['baseline']} -> {d['candidate']}  [{d['kind']}]" for d in r["differences"]]
         lines += [f"note: {n}" for n in r["notes"]]
         widgets.append(Static("\n".join(lines) or "none recorded", markup=False, id="cmp-diffs"))
-        body.mount_all(widgets)
+        await body.mount_all(widgets)
 
     def _curves(self, r: dict[str, Any]) -> list[Any]:
         curves = [(m["key"], r["curves"][m["key"]]) for m in r["metrics"] if m["key"] in r["curves"]]
@@ -159,12 +186,13 @@ class CompareScreen(Screen[None]):
                     plots.append(plot)
                 out.append(Horizontal(*plots, classes="cmp-plots"))
             return out
+        width = max(10, size.width - 30)
         for key, c in curves:
             row = next(m for m in r["metrics"] if m["key"] == key)
             label = f"{key} {pct(row['rel_delta'])}" if row["rel_delta"] is not None else f"{key} {num(row['delta'])}"
-            out.append(Horizontal(Label(label, markup=False),
-                                  Vertical(Sparkline(_finite(c["baseline"])), Sparkline(_finite(c["candidate"]))),
-                                  classes="cmp-curve"))
+            b, cand = spark_pair(c["baseline"], c["candidate"], width)
+            lines = Text(b + " base\n", style="dim") + Text(cand + " cand", style="bold")
+            out.append(Horizontal(Label(label, markup=False), Static(lines), classes="cmp-curve"))
         return out
 
 
