@@ -9,12 +9,13 @@ samples in ``events.jsonl``.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.events import iter_events
 from console.fileio import read_json
 
 STALE_AFTER_END_S = 300.0  # an outside metrics.json written later than this belongs to another run
@@ -53,25 +54,38 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _from_metrics_json(data: Any) -> dict[str, dict[int, float]]:
-    out: dict[str, dict[int, float]] = {}
-    if not isinstance(data, dict):
-        return out
-    for tag, series in data.items():
-        if not isinstance(series, dict):
+def _points(series: dict[str, Any]) -> dict[int, float]:
+    points: dict[int, float] = {}
+    for step, value in series.items():
+        v = _number(value)
+        try:
+            s = int(step)
+        except (TypeError, ValueError):
             continue
-        points: dict[int, float] = {}
-        for step, value in series.items():
-            v = _number(value)
-            try:
-                s = int(step)
-            except (TypeError, ValueError):
-                continue
-            if v is not None:
-                points[s] = v
-        if points:
-            out[str(tag)] = points
-    return out
+        if v is not None:
+            points[s] = v
+    return points
+
+
+class _JsonCurves(dict):
+    """``{tag: {step: value}}`` over a metrics.json dict, converting a tag only when it is asked for
+    (a comparison reads a dozen of its hundreds of tags)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__((str(t), v) for t, v in data.items() if isinstance(v, dict) and v)
+        self._done: set[str] = set()
+
+    def __getitem__(self, tag: str) -> dict[int, float]:
+        value = super().__getitem__(tag)
+        if tag not in self._done:
+            value = _points(value)
+            self[tag] = value
+            self._done.add(tag)
+        return value
+
+
+def _from_metrics_json(data: Any) -> dict[str, dict[int, float]]:
+    return _JsonCurves(data) if isinstance(data, dict) else {}
 
 
 def _outside_metrics_json(run_dir: Path, state: dict[str, Any]) -> tuple[Any, str] | None:
@@ -109,26 +123,49 @@ def load_series(run_dir: Path) -> RunSeries:
     from_json = set(out.curves)
     shorts = {t.rsplit("/", 1)[-1] for t in from_json if "/" in t}
     parsed: dict[str, dict[int, float]] = {}
-    for ev in iter_events(run_dir / "events.jsonl"):
-        if ev.type == "metrics":
-            step = ev.data.get("step", ev.step)
+    for kind, obj in _wanted_events(run_dir / "events.jsonl"):
+        if kind == "metrics":
+            step = obj.get("step")
             if not isinstance(step, int) or isinstance(step, bool):
                 continue
-            for name, value in (ev.data.get("values") or {}).items():
+            for name, value in (obj.get("values") or {}).items():
                 v = _number(value)
                 if v is not None and name not in from_json and name not in shorts:
                     parsed.setdefault(str(name), {})[step] = v
-        elif ev.type == "gpu":
-            for dev in ev.data.get("devices") or []:
+        elif kind == "gpu":
+            for dev in obj.get("devices") or []:
                 _note_gpu(out, dev)
-        elif ev.type == "host":
-            total = _number(ev.data.get("mem_total"))
+        elif kind == "host":
+            total = _number(obj.get("mem_total"))
             if total:
                 out.host_mem_total = total
     if parsed:
         out.curves.update(parsed)
         out.source = out.source + " + log" if out.source != "none" else "log"
     return out
+
+
+_KINDS = {b'"metrics"': "metrics", b'"gpu"': "gpu", b'"host"': "host"}
+
+
+def _wanted_events(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The metrics, gpu and host events of ``events.jsonl``, streamed: a line that does not even
+    hold one of those words (progress, phase, finding, ...) is never parsed."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below; a missing file is no events
+    except OSError:
+        return
+    with fh:
+        for raw in fh:
+            kind = next((k for needle, k in _KINDS.items() if needle in raw), None)
+            if kind is None or not raw.endswith(b"\n"):
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("type") == kind:
+                yield kind, obj
 
 
 def _note_gpu(out: RunSeries, dev: dict[str, Any]) -> None:

@@ -95,6 +95,8 @@ def guess_framework(tags: set[str]) -> str:
     """The catalog framework whose metric names the tags match best (for replays of unknown logs)."""
     best, score = "nemo-rl", -1
     for name in known_frameworks():
+        if name == "demo":  # demo runs always know their framework
+            continue
         metrics, timing = _tables(name)
         n = sum(1 for m in (*metrics.values(), *timing.values()) if any(t in tags for t in m["names"]))
         if n > score:
