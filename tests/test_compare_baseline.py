@@ -133,3 +133,40 @@ def test_baseline_bad_input_creates_nothing(tmp_path: Path, runs_dir: Path) -> N
     assert not runs_dir.exists() or [p for p in runs_dir.iterdir() if p.name != ".worktrees"] == []
     assert not (runs_dir / ".worktrees").exists() or list((runs_dir / ".worktrees").iterdir()) == []
     assert len(git(repo, "worktree", "list").strip().splitlines()) == 1
+
+
+def test_ctrl_c_cancels_the_run_in_flight_and_removes_the_worktree(tmp_path: Path, runs_dir: Path) -> None:
+    import os
+    import signal
+    import sys
+    import time
+
+    from runs_support import ROOT, wait_finished
+
+    repo = make_bridge(tmp_path, IDENTITY, PLANTED)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "console", "run", "--framework", "demo", "--no-doctor", "--bridge-repo", str(repo),
+         "--baseline", "HEAD~1", "--override", "grpo.max_num_steps=500", "--runs-dir", str(runs_dir)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 120
+        run_dir = None
+        while time.monotonic() < deadline:
+            dirs = [p for p in runs_dir.glob("2*") if (p / "logs/01-demo-grpo.log").exists()]
+            if dirs and "Step 2/500" in (dirs[0] / "logs/01-demo-grpo.log").read_text(errors="replace"):
+                run_dir = dirs[0]
+                break
+            time.sleep(0.2)
+        assert run_dir is not None, "the baseline run never reached step 2"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "the baseline worktree is removed" in err
+    assert wait_finished(run_dir, timeout=30)["verdict"] == "Cancelled"
+    assert [p.name for p in runs_dir.glob("2*")] == [run_dir.name]  # no candidate was started
+    assert list((runs_dir / ".worktrees").iterdir()) == []
+    assert len(git(repo, "worktree", "list").strip().splitlines()) == 1
