@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from console.compare.judge import align, closeness, decide, gpu_rows, metric_row, pick_tag, timing_row
+from console.compare.judge import align, closeness, decide, gpu_rows, metric_row, pick_tags, timing_row
 from console.compare.provenance import differences, read_facts
 from console.compare.series import load_series
 from console.compare.tolerances import apply_overrides, guess_framework, known_frameworks, load_rules
@@ -41,22 +41,24 @@ def compare_runs(baseline: Path, candidate: Path, tolerances: list[tuple[str, fl
     diffs = differences(fb, fc, rules)
     across_seeds = any(d["kind"] == "seed" for d in diffs)
     rows, curves = [], {}
+    lengths: list[tuple[int, int]] = []
     for rule in rules.metrics.values():
-        tag = pick_tag(rule.names, sa, sb)
-        if tag is None:
+        tags = pick_tags(rule.names, sa, sb)
+        if tags is None:
             continue
-        al = align(tag, sa, sb)
+        al = align(tags, sa, sb)
         rows.append(metric_row(rule, al, k, across_seeds))
-        curves[rule.key] = {"metric": tag, "steps": al.steps, "baseline": al.base, "candidate": al.cand}
+        lengths.append((len(sa.curves[tags[0]]), len(sb.curves[tags[1]])))
+        curves[rule.key] = {"metric": al.name, "steps": al.steps, "baseline": al.base, "candidate": al.cand}
     timing = []
     for trule in rules.timing.values():
-        tag = pick_tag(trule.names, sa, sb)
-        if tag is not None:
-            timing.append(timing_row(trule, align(tag, sa, sb), rules, k))
+        tags = pick_tags(trule.names, sa, sb)
+        if tags is not None:
+            timing.append(timing_row(trule, align(tags, sa, sb), rules, k))
     common = max((r["steps"] for r in rows if r["judged"]), default=max((r["steps"] for r in rows), default=0))
     verdict, reasons = decide(rows, diffs, common, rules, fb, fc)
-    steps_b = max((len(sa.curves[r["metric"]]) for r in rows), default=0)
-    steps_c = max((len(sb.curves[r["metric"]]) for r in rows), default=0)
+    steps_b = max((n for n, _ in lengths), default=0)
+    steps_c = max((n for _, n in lengths), default=0)
     notes = []
     if steps_b != steps_c:
         notes.append(f"the baseline has {steps_b} steps, the candidate {steps_c}: compared on the "

@@ -22,15 +22,23 @@ class Aligned:
     cand: list[float]
 
 
-def pick_tag(names: tuple[str, ...], a: RunSeries, b: RunSeries) -> str | None:
-    """The first of ``names`` both runs have."""
-    return next((n for n in names if n in a.curves and n in b.curves), None)
+def pick_tags(names: tuple[str, ...], a: RunSeries, b: RunSeries) -> tuple[str, str] | None:
+    """The tag of each run: the first of ``names`` both have, else each run's first (the same number
+    under another name: ``train/loss`` in a finished run's metrics.json, ``loss`` parsed from the log
+    of a run still going)."""
+    both = next((n for n in names if n in a.curves and n in b.curves), None)
+    if both is not None:
+        return both, both
+    ta = next((n for n in names if n in a.curves), None)
+    tb = next((n for n in names if n in b.curves), None)
+    return (ta, tb) if ta is not None and tb is not None else None
 
 
-def align(tag: str, a: RunSeries, b: RunSeries) -> Aligned:
-    ca, cb = a.curves[tag], b.curves[tag]
+def align(tags: tuple[str, str], a: RunSeries, b: RunSeries) -> Aligned:
+    ca, cb = a.curves[tags[0]], b.curves[tags[1]]
     steps = sorted(set(ca) & set(cb))
-    return Aligned(tag, steps, [ca[s] for s in steps], [cb[s] for s in steps])
+    name = tags[0] if tags[0] == tags[1] else f"{tags[0]} | {tags[1]}"
+    return Aligned(name, steps, [ca[s] for s in steps], [cb[s] for s in steps])
 
 
 def _finite(x: float) -> bool:
