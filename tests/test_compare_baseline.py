@@ -100,6 +100,10 @@ def test_baseline_pair_planted_change_is_changed_linked_and_reported(tmp_path: P
     assert report.index("Baseline comparison:") < report.index("Limitations:")
     assert json.loads((c_dir / "report.json").read_text())["baseline_comparison"][0].startswith("Verdict: Changed")
 
+    shown = cli("show", c_dir.name, "--runs-dir", str(runs_dir)).stdout
+    assert f"baseline {b_dir.name}" in shown
+    assert f"candidate {c_dir.name}" in cli("show", b_dir.name, "--runs-dir", str(runs_dir)).stdout
+
     # the user's checkout is untouched and the worktree is gone
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert (repo / "rlc_demo_bridge.py").read_text() == PLANTED

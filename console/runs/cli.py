@@ -149,6 +149,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"started  {_age(state.get('started'))}   ended {_age(state.get('ended'))}")
     if state.get("linked_from"):
         print(f"rerun of {state['linked_from']}")
+    for key, label in (("baseline_run", "baseline"), ("candidate_run", "candidate")):  # run --baseline
+        if state.get(key):
+            print(f"{label:<8} {state[key]}  (rl-console compare)")
     for i, step in enumerate(state.get("steps", []), 1):
         code = step.get("exit_code")
         extra = f"  exit {code}" if code is not None else ""
