@@ -12,6 +12,7 @@ from runs_support import cli, reap_runs, wait_finished
 
 pytestmark = [pytest.mark.timeout(400), pytest.mark.slow]
 STEPS = "grpo.max_num_steps=8"
+SECRET = "hf_abcdefghijklmnopqrstuvwxyz0123456789"
 CASES = {
     "base": ["--override", STEPS],
     "same": ["--override", STEPS],
@@ -19,7 +20,7 @@ CASES = {
     "adv": ["--override", STEPS, "--variant", "adv-mean"],
     "seed": ["--override", STEPS, "--override", "grpo.seed=7"],
     "short": ["--override", "grpo.max_num_steps=2"],
-    "config": ["--override", STEPS, "--override", "grpo.num_prompts_per_step=24"],
+    "config": ["--override", STEPS, "--override", "grpo.num_prompts_per_step=24", "--env", f"HF_TOKEN={SECRET}"],
 }
 
 
@@ -123,6 +124,12 @@ def test_different_config_is_inconclusive_and_named(demo_runs) -> None:
     assert "override grpo.num_prompts_per_step: (not set) vs 24" in r["reasons"][0]
     # the step count is an ignored override: it never makes runs incomparable on its own
     assert not any("max_num_steps" in x for x in r["reasons"])
+    # env differences are named, secrets never shown
+    assert {"field": "env HF_TOKEN", "baseline": "(not set)", "candidate": "***", "kind": "config"} \
+        in r["differences"]
+    for args in (["--json"], []):
+        res = cli("compare", d["base"].name, d["config"].name, "--runs-dir", str(runs), *args)
+        assert SECRET not in res.stdout + res.stderr
 
 
 def test_last_k_and_bad_input(demo_runs) -> None:
