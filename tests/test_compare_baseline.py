@@ -174,3 +174,83 @@ def test_ctrl_c_cancels_the_run_in_flight_and_removes_the_worktree(tmp_path: Pat
     assert [p.name for p in runs_dir.glob("2*")] == [run_dir.name]  # no candidate was started
     assert list((runs_dir / ".worktrees").iterdir()) == []
     assert len(git(repo, "worktree", "list").strip().splitlines()) == 1
+
+
+USES_SUBMODULE = '''"""Weights for generation, scaled by the vendored dependency's SCALE (3rdparty/dep, a submodule)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "3rdparty", "dep"))
+import depmod  # noqa: E402
+
+print(f"depmod SCALE={depmod.SCALE} from {depmod.__file__}", flush=True)
+
+
+def export_weights(state_dict):
+    return {k: (v * depmod.SCALE if k.startswith("head.") else v) for k, v in state_dict.items()}
+'''
+
+
+def test_baseline_worktree_gets_refs_submodule_commit_offline(tmp_path: Path, runs_dir: Path) -> None:
+    """Megatron-Bridge vendors Megatron-LM as a submodule: a worktree of REF must see REF's submodule
+    commit, taken from the user's checked-out submodule (no network), and leave it as it was."""
+    dep = tmp_path / "dep"
+    dep.mkdir()
+    git(dep, "init", "-q")
+    git(dep, "config", "user.email", "t@example.com")
+    git(dep, "config", "user.name", "t")
+    for scale in ("1.0", "1.05"):
+        (dep / "depmod.py").write_text(f"SCALE = {scale}\n")
+        git(dep, "add", "depmod.py")
+        git(dep, "commit", "-qm", f"scale {scale}")
+    d1 = git(dep, "rev-parse", "HEAD~1").strip()
+    repo = make_bridge(tmp_path, USES_SUBMODULE)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(dep), "3rdparty/dep")
+    sub = repo / "3rdparty/dep"
+    git(sub, "checkout", "-q", d1)
+    git(repo, "add", "3rdparty/dep")
+    git(repo, "commit", "-qm", "vendor dep at 1.0")
+    git(sub, "checkout", "-q", "master")
+    git(repo, "commit", "-qam", "bump dep to 1.05")  # the change under test: a submodule bump
+    sub_head = git(sub, "rev-parse", "HEAD").strip()
+
+    res = run_pair(runs_dir, repo, "HEAD~1")
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr
+    assert f"baseline: submodule 3rdparty/dep at {d1[:12]}" in res.stderr
+    b_dir, c_dir = sorted(p for p in runs_dir.iterdir() if (p / "state.json").exists())
+    b_log = (b_dir / "logs/01-demo-grpo.log").read_text()
+    c_log = (c_dir / "logs/01-demo-grpo.log").read_text()
+    assert "depmod SCALE=1.0 from " in b_log and "/.worktrees/" in b_log
+    assert f"depmod SCALE=1.05 from {sub}/depmod.py" in c_log
+    assert json.loads((c_dir / "compare.json").read_text())["verdict"] == "Changed"
+    # the user's checkout and its submodule are as they were; no worktree is left anywhere
+    assert git(sub, "rev-parse", "HEAD").strip() == sub_head and (sub / "depmod.py").read_text() == "SCALE = 1.05\n"
+    assert git(repo, "status", "--short").strip() == ""
+    assert len(git(repo, "worktree", "list").strip().splitlines()) == 1
+    assert len(git(sub, "worktree", "list").strip().splitlines()) == 1
+    assert list((runs_dir / ".worktrees").iterdir()) == []
+
+
+def test_same_submodule_commit_is_shared_and_never_deleted_with_the_worktree(tmp_path: Path) -> None:
+    from console.compare.baseline import add_worktree, fill_submodules, remove_worktree, resolve_ref
+
+    dep = tmp_path / "dep"
+    dep.mkdir()
+    git(dep, "init", "-q")
+    git(dep, "config", "user.email", "t@example.com")
+    git(dep, "config", "user.name", "t")
+    (dep / "depmod.py").write_text("SCALE = 1.0\n")
+    git(dep, "add", "depmod.py")
+    git(dep, "commit", "-qm", "dep")
+    repo = make_bridge(tmp_path, IDENTITY)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(dep), "3rdparty/dep")
+    git(repo, "commit", "-qm", "vendor dep")
+    commit = resolve_ref(str(repo), "HEAD")
+    wt = add_worktree(str(repo), commit, tmp_path / "runs")
+    assert fill_submodules(str(repo), wt, commit) == []  # same commit: shared, nothing to say
+    link = wt / "3rdparty/dep"
+    assert link.is_symlink() and (link / "depmod.py").read_text() == "SCALE = 1.0\n"
+    remove_worktree(str(repo), wt)
+    assert not wt.exists() and (repo / "3rdparty/dep/depmod.py").read_text() == "SCALE = 1.0\n"
+    assert git(repo, "status", "--short").strip() == ""
+    assert len(git(repo, "worktree", "list").strip().splitlines()) == 1

@@ -13,6 +13,7 @@ Exit code: the candidate's own when it did not pass, else the comparison's (0 Sa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import shutil
 import subprocess
@@ -68,14 +69,75 @@ def add_worktree(bridge: str, commit: str, runs_dir: Path) -> Path:
     return path
 
 
+def submodules_at(bridge: str, commit: str) -> list[tuple[str, str]]:
+    """(path, commit) of every submodule (gitlink) recorded in ``commit``."""
+    proc = _git(bridge, "ls-tree", "-r", "-z", commit)
+    out = []
+    for entry in proc.stdout.split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[0] == "160000" and path:
+            out.append((path, parts[2]))
+    return out
+
+
+def fill_submodules(bridge: str, worktree: Path, commit: str) -> list[str]:
+    """Give the worktree REF's submodules (Megatron-Bridge's 3rdparty/Megatron-LM) with no network:
+    the user's checked-out submodule when it is at REF's commit (a symlink), else a worktree of it at
+    REF's commit, else (commit not available locally) the user's one, said in the returned notes."""
+    notes: list[str] = []
+    for rel, sha in submodules_at(bridge, commit):
+        src, dst = Path(bridge) / rel, worktree / rel
+        if dst.is_dir() and any(dst.iterdir()):
+            continue
+        if not (src / ".git").exists():
+            notes.append(f"submodule {rel} is not checked out in {bridge}: the baseline has it empty")
+            continue
+        with contextlib.suppress(OSError):
+            dst.rmdir()
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if (full_head(src) or "") == sha:
+            dst.symlink_to(src, target_is_directory=True)
+            continue
+        if _git(str(src), "worktree", "add", "--detach", str(dst), sha).returncode == 0:
+            notes.append(f"submodule {rel} at {sha[:12]} (a worktree of your checkout's {rel})")
+            continue
+        dst.symlink_to(src, target_is_directory=True)
+        notes.append(f"submodule {rel}: REF's commit {sha[:12]} is not available locally; the baseline uses "
+                     f"your checkout's {rel} at {(full_head(src) or '?')[:12]}")
+    return notes
+
+
 def remove_worktree(bridge: str, path: Path) -> None:
-    """``git worktree remove --force`` then prune; the folder goes even when git cannot."""
+    """``git worktree remove --force`` then prune; the folder goes even when git cannot.
+
+    Symlinked submodules are unlinked first (never followed), submodule worktrees pruned after."""
+    subs = []
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        for rel, _ in submodules_at(bridge, "HEAD") + _worktree_submodules(path):
+            dst = path / rel
+            if dst.is_symlink():
+                dst.unlink()
+            elif (dst / ".git").is_file():
+                subs.append(Path(bridge) / rel)
+                _git(str(Path(bridge) / rel), "worktree", "remove", "--force", str(dst))
     try:
         _git(bridge, "worktree", "remove", "--force", str(path))
         _git(bridge, "worktree", "prune")
+        for sub in subs:
+            _git(str(sub), "worktree", "prune")
     except (OSError, subprocess.TimeoutExpired):
         pass
     shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def _worktree_submodules(path: Path) -> list[tuple[str, str]]:
+    if not path.is_dir():
+        return []
+    try:
+        return submodules_at(str(path), "HEAD")
+    except (OSError, subprocess.TimeoutExpired):
+        return []
 
 
 def bridge_state(path: str, ref: str | None = None) -> dict[str, Any]:
@@ -105,6 +167,8 @@ def run_with_baseline(spec: RunSpec, args: argparse.Namespace, start: Starter) -
     worktree = add_worktree(bridge, commit, runs_dir)
     current: Path | None = None
     try:
+        for note in fill_submodules(bridge, worktree, commit):
+            print(f"baseline: {note}", file=sys.stderr)
         base_spec = copy.deepcopy(spec)
         base_spec.bridge_repo = str(worktree)
         base_spec.extra["bridge_state"] = {"path": bridge, "worktree": str(worktree), "ref": ref,
