@@ -73,6 +73,12 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
         from console.plan import build_plan
 
         plan = build_plan(spec)
+    drift = list(getattr(plan, "drift", None) or [])
+    if drift and not spec.extra.get("allow_drift"):
+        for d in drift:
+            print(f"catalog_drift: {d.get('message')}", file=sys.stderr)
+        raise _Blocked(f"{len(drift)} catalog drift finding(s): the plan does not match the checkouts "
+                       "(rerun with --allow-drift to start anyway)")
     result = _doctor(spec, plan) if doctor and not getattr(args, "no_doctor", False) else None
     run_dir = start_run(spec, plan=plan)
     if result is not None:

@@ -19,6 +19,7 @@ CLASS_IDS = (
     "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
     "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "checkpoint_failure",
     "metric_failure", "generation_failure", "teardown_crash", "hang", "unknown_error",
+    "catalog_drift",
 )
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Noise")
