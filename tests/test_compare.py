@@ -167,3 +167,12 @@ def test_series_reads_metrics_json_then_log_events_and_gpu_peaks(tmp_path: Path)
     assert s.curves["train/loss"][1] == 0.5 and math.isnan(s.curves["train/loss"][2])
     assert "loss" not in s.curves and s.curves["reward"] == {1: 0.25}  # metrics.json's own tag wins
     assert s.gpu["0"].peak_bytes == 7 and s.gpu["0"].name == "H100"
+
+
+def test_gpu_peaks_from_nemo_rl_ray_metrics_when_no_samples(tmp_path: Path) -> None:
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "metrics.json").write_text(json.dumps({"ray/node.0.gpu.1.mem_gb": {"0": 10.0, "10": 31.5, "20": 30.0},
+                                                "ray/node.0.gpu.1.util": {"0": 97.0}}))
+    s = load_series(d)
+    assert list(s.gpu) == ["node0.1"] and s.gpu["node0.1"].peak_bytes == 31.5 * 1024**3

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +143,24 @@ def load_series(run_dir: Path) -> RunSeries:
     if parsed:
         out.curves.update(parsed)
         out.source = out.source + " + log" if out.source != "none" else "log"
+    if not out.gpu:  # no samples of our own (NVML absent, Slurm): NeMo-RL's GPU monitor, when it ran
+        _gpu_from_ray_metrics(out)
     return out
+
+
+_RAY_GPU_MEM = re.compile(r"^ray/node\.(\d+)\.gpu\.(\d+)\.mem_gb$")
+
+
+def _gpu_from_ray_metrics(out: RunSeries) -> None:
+    """Peaks from ``ray/node.N.gpu.M.mem_gb`` (GiB; NeMo-RL's ``logger.monitor_gpus``) in metrics.json."""
+    for tag in list(out.curves):
+        m = _RAY_GPU_MEM.match(tag)
+        if not m:
+            continue
+        values = [v for v in out.curves[tag].values() if not math.isnan(v)]
+        if values:
+            index = f"node{m.group(1)}.{m.group(2)}"
+            out.gpu[index] = GpuPeak(index, "(ray metrics)", max(values) * 1024**3, None)
 
 
 _KINDS = {b'"metrics"': "metrics", b'"gpu"': "gpu", b'"host"': "host"}
