@@ -2,7 +2,8 @@
 and `run --baseline` pay). Each run has S training steps of T metric tags in metrics.json and a GPU
 sample (8 devices) every second of a run of S x 10 s in events.jsonl.
 
-Prints a table: steps, tags, events.jsonl size, mean and max time of one comparison, peak RSS growth.
+Prints a table: steps, tags, events.jsonl size, mean and max time of one comparison, and the RSS
+growth during the comparisons (ru_maxrss after minus before; the run folders are built first).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def main() -> int:
         a = make_run(root, f"a-{steps}", steps, tags, 1)
         b = make_run(root, f"b-{steps}", steps, tags, 2)
         size = (a / "events.jsonl").stat().st_size / 2**20
+        import gc
+
+        gc.collect()
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         times = []
         for _ in range(3):
