@@ -2,22 +2,19 @@
 and `run --baseline` pay). Each run has S training steps of T metric tags in metrics.json and a GPU
 sample (8 devices) every second of a run of S x 10 s in events.jsonl.
 
-Prints a table: steps, tags, events.jsonl size, mean and max time of one comparison, and the RSS
-growth during the comparisons (ru_maxrss after minus before; the run folders are built first).
+Prints a table: steps, tags, events.jsonl size, mean and max time of one comparison, and the peak RSS
+of a fresh process doing three comparisons.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import resource
-import statistics
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from console.compare import compare_runs
 from console.events import Event
 
 GIB = 1024**3
@@ -47,24 +44,30 @@ def make_run(root: Path, name: str, steps: int, tags: int, seed: int) -> Path:
     return d
 
 
+CHILD = """
+import resource, sys, time
+from console.compare import compare_runs
+times = []
+for _ in range(3):
+    t0 = time.perf_counter()
+    compare_runs(sys.argv[1], sys.argv[2])
+    times.append((time.perf_counter() - t0) * 1000)
+print(sum(times) / len(times), max(times), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
 def main() -> int:
     root = Path(tempfile.mkdtemp())
-    print(f"{'steps':>6} {'tags':>5} {'events MB':>10} {'mean ms':>9} {'max ms':>9} {'RSS +MB':>8}")
+    print(f"{'steps':>6} {'tags':>5} {'events MB':>10} {'mean ms':>9} {'max ms':>9} {'peak RSS MB':>12}")
     for steps, tags in ((30, 20), (1000, 100), (10000, 200)):
         a = make_run(root, f"a-{steps}", steps, tags, 1)
         b = make_run(root, f"b-{steps}", steps, tags, 2)
         size = (a / "events.jsonl").stat().st_size / 2**20
-        import gc
-
-        gc.collect()
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            compare_runs(a, b)
-            times.append((time.perf_counter() - t0) * 1000)
-        rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
-        print(f"{steps:>6} {tags:>5} {size:>10.1f} {statistics.mean(times):>9.1f} {max(times):>9.1f} {rss:>8.1f}")
+        # a fresh process per size: its peak RSS is the comparison's (plus the interpreter's)
+        out = subprocess.run([sys.executable, "-c", CHILD, str(a), str(b)], capture_output=True, text=True,
+                             check=True).stdout.split()
+        mean, worst, rss = (float(x) for x in out)
+        print(f"{steps:>6} {tags:>5} {size:>10.1f} {mean:>9.1f} {worst:>9.1f} {rss:>12.1f}")
     return 0
 
 
