@@ -176,3 +176,36 @@ def test_gpu_peaks_from_nemo_rl_ray_metrics_when_no_samples(tmp_path: Path) -> N
                                                 "ray/node.0.gpu.1.util": {"0": 97.0}}))
     s = load_series(d)
     assert list(s.gpu) == ["node0.1"] and s.gpu["node0.1"].peak_bytes == 31.5 * 1024**3
+
+
+def test_facts_read_commits_from_the_plans_git_steps_and_differences_class_them(tmp_path: Path) -> None:
+    from console.compare.provenance import differences, read_facts
+
+    def run(name: str, sha: str, dirty: str, seed: str | None, env: dict[str, str]) -> Path:
+        d = tmp_path / name
+        (d / "logs").mkdir(parents=True)
+        steps = [{"name": "bridge-status", "argv": ["git", "-C", "/src/bridge", "status", "--short"], "kind": "setup"},
+                 {"name": "bridge-commit", "argv": ["git", "-C", "/src/bridge", "rev-parse", "--short", "HEAD"],
+                  "kind": "setup"},
+                 {"name": "l0", "argv": ["bash", "x.sh"], "kind": "train", "env": env}]
+        (d / "plan.json").write_text(json.dumps({"steps": steps}))
+        overrides = ["grpo.max_num_steps=3", "logger.log_dir=/x/" + name] + ([f"grpo.seed={seed}"] if seed else [])
+        (d / "spec.json").write_text(json.dumps({"framework": "nemo-rl", "levels": [0], "bridge_repo": "/src/bridge",
+                                                 "overrides": overrides, "env": {}}))
+        (d / "state.json").write_text(json.dumps({"steps": [
+            {"name": s["name"], "log": f"logs/0{i + 1}-{s['name']}.log"} for i, s in enumerate(steps)]}))
+        (d / "logs/01-bridge-status.log").write_text(dirty)
+        (d / "logs/02-bridge-commit.log").write_text(sha + "\n")
+        return d
+
+    rules = load_rules("nemo-rl")
+    a = read_facts(run("a", "abc1234", "", None, {"NRL_X": "1"}), None, rules)
+    b = read_facts(run("b", "def5678", " M src/megatron/bridge/models/x.py\n", "7",
+                       {"NRL_X": "2", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123"}), None, rules)
+    assert a.bridge == "abc1234 (/src/bridge) plus no dirty files"
+    assert b.bridge == "def5678 (/src/bridge) plus dirty files: src/megatron/bridge/models/x.py"
+    assert (a.seed, b.seed) == ("default", "grpo.seed=7")
+    kinds = {d["field"]: d["kind"] for d in differences(a, b, rules)}
+    assert kinds == {"seed": "seed", "override logger.log_dir": "info", "env HF_TOKEN": "config",
+                     "env NRL_X": "config", "Bridge": "code"}
+    assert b.env["HF_TOKEN"] == "***"
