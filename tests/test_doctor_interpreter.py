@@ -222,3 +222,20 @@ def test_report_evidence_reads_the_versions_from_doctor_json(world):
                              "executable": None, "packages": {}}
     (run / "doctor.json").write_text(json.dumps(result))
     assert "- Run interpreter: `uv run python` not probed (uv is not on PATH)" in render_markdown(run)
+
+
+def test_without_a_plan_the_catalog_names_the_command(world):
+    """No plan (doctor's fallback): doctor.toml [interpreters], with verl's VERL_USE_UV and ENGINE."""
+    verl = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]))
+    got = run_doctor(verl, None, checks=["run_interpreter"])["interpreter"]
+    assert got["command"] == ["uv", "run", "--frozen", "--all-packages", "--extra", "vllm", "--extra", "megatron",
+                              "--extra", "math", "python3"]
+    assert got["source"].startswith("doctor.toml")
+    sglang = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
+                     env={"ENGINE": "sglang"})
+    assert run_doctor(sglang, None, checks=["run_interpreter"])["interpreter"]["command"][5] == "sglang"
+    no_uv = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
+                    env={"VERL_USE_UV": "0"})
+    assert run_doctor(no_uv, None, checks=["run_interpreter"])["interpreter"]["command"] == ["python3"]
+    nemo = run_doctor(_nemo_spec(world), None, checks=["run_interpreter"])["interpreter"]
+    assert nemo["command"] == ["uv", "run", "python"] and nemo["cwd"] == str(world["nemo"])
