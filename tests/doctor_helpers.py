@@ -143,7 +143,8 @@ if args[:1] == ["sync"]:
         raise SystemExit(1)
     err.write("Resolved 321 packages in 5ms\nFound up-to-date lockfile at: uv.lock\n")
     if mode == "download":
-        err.write("Would download 2 packages\nWould install 2 packages\n + vllm==0.11.0\n + nvtx==0.2.13\n")
+        err.write("Would download 300 packages\nWould install 300 packages\n")
+        err.write("".join(f" + package-number-{{i}}==1.0.{{i}}\n" for i in range(300)))
     else:
         err.write("Checked in 0.00ms\nWould make no changes\n")
     raise SystemExit(0)

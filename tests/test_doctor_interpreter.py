@@ -152,7 +152,7 @@ def test_no_environment_yet_is_not_created_by_the_doctor(world):
     assert not [c for c in _calls(world["log"]) if c["argv"][0] == "run"]
 
 
-@pytest.mark.parametrize(("mode", "needle"), [("download", "would download 2"),
+@pytest.mark.parametrize(("mode", "needle"), [("download", "would download 300"),
                                               ("offline_error", "No solution found")])
 def test_offline_readiness(world, monkeypatch, mode, needle):
     make_project_env(world["nemo"])

@@ -188,7 +188,7 @@ def offline_check(ctx: DoctorContext, uv: str, argv: list[str], cwd: str | None,
                   timeout: float) -> dict[str, Any]:
     """`uv sync --dry-run --offline <the run's flags>`: would the run's `uv run` download or change anything?"""
     cmd = [uv, "sync", "--dry-run", "--offline", *sync_flags(argv)]
-    probe = run_probe(cmd, env, cwd, timeout)
+    probe = run_probe(cmd, env, cwd, timeout, stderr_limit=1 << 20)  # the counts precede the package list
     text = probe.stderr_tail
     result: dict[str, Any] = {"command": ["uv", *cmd[1:]], **parse_dry_run(text)}
     if probe.error or probe.timed_out or probe.returncode != 0:
