@@ -78,7 +78,7 @@ def test_nemo_rl_uv_run_python_in_the_checkout(world):
     assert run["status"] == "ok", run
     assert "`uv run python`" in run["evidence"] and str(venv_python) in run["evidence"]
     assert f"torch {md.version('torch')}" in run["evidence"] and "vLLM not installed" in run["evidence"]
-    assert "runs offline" in run["evidence"]
+    assert "the run's `uv run` finds its environment in sync with uv.lock and runs offline" in run["evidence"]
     assert f"megatron.core from {datasets.parent}" in run["evidence"]
     interp = result["interpreter"]
     assert interp["command"] == ["uv", "run", "python"] and interp["executable"] == str(venv_python)
@@ -92,6 +92,12 @@ def test_nemo_rl_uv_run_python_in_the_checkout(world):
     assert all(c["cwd"] == str(world["nemo"]) for c in calls)
     assert ["sync", "--dry-run", "--offline"] in [c["argv"] for c in calls]
     assert len(runs) == 1  # probed once, shared by the checks
+    # the other flag sets the plan's steps use in the checkout are dry-run too (unit checks: mcore, test)
+    assert ["sync", "--dry-run", "--offline", "--extra", "mcore", "--group", "test"] in [c["argv"] for c in calls]
+    by_steps = {tuple(o["steps"]): o for o in interp["offline_steps"]}
+    assert by_steps[("nemo-rl-unit-checks",)]["command"][-4:] == ["--extra", "mcore", "--group", "test"]
+    assert by_steps[("nemo-rl-unit-weight-transfer",)]["no_changes"] is True
+    assert "`uv run` of nemo-rl-unit-checks" in run["evidence"]
     # the driver import and EXT_SUFFIX come from that interpreter
     driver = checks["bridge_import_driver"]
     assert driver["status"] == "ok", driver

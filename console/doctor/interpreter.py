@@ -80,6 +80,8 @@ class RunInterpreter:
     answer: dict[str, Any] = field(default_factory=dict)  # the probe's JSON
     stderr_tail: str = ""
     offline: dict[str, Any] = field(default_factory=dict)  # uv sync --dry-run --offline result
+    # the same dry run for the other uv flag sets the plan's steps use in that checkout (+ "steps")
+    offline_steps: list[dict[str, Any]] = field(default_factory=list)
     fallback: str | None = None  # the console's interpreter, used by checks when this one can't be probed
 
     @property
@@ -100,7 +102,8 @@ class RunInterpreter:
                 "status": self.case, "problem": self.problem or None,
                 "executable": self.answer.get("executable"), "python": self.answer.get("python"),
                 "ext_suffix": self.answer.get("ext_suffix"), "packages": dict(self.answer.get("packages") or {}),
-                "megatron_core": self.answer.get("megatron_core"), "offline": dict(self.offline) or None}
+                "megatron_core": self.answer.get("megatron_core"), "offline": dict(self.offline) or None,
+                "offline_steps": [dict(o) for o in self.offline_steps]}
 
 
 def _python_index(argv: list[str]) -> int | None:
@@ -198,6 +201,27 @@ def offline_check(ctx: DoctorContext, uv: str, argv: list[str], cwd: str | None,
     return result
 
 
+def step_flag_sets(ctx: DoctorContext, cwd: str | None, seen: list[str]) -> list[tuple[list[str], list[str]]]:
+    """[(uv sync flags, step names)] of the plan's `uv run ...` steps in `cwd`, other than `seen`."""
+    found: dict[tuple[str, ...], list[str]] = {}
+    for step in ctx.steps():
+        argv = [str(a) for a in step.get("argv") or []]
+        if argv[:2] != ["uv", "run"] or (step.get("cwd") or ctx.cwd) != cwd:
+            continue
+        flags = sync_flags([*argv[:_command_index(argv)], "cmd"])
+        if flags != seen:
+            found.setdefault(tuple(flags), []).append(str(step.get("name")))
+    return [(list(k), v) for k, v in found.items()]
+
+
+def _command_index(argv: list[str]) -> int:
+    """Index of the command `uv run [flags]` runs (the first word after the flags and their values)."""
+    i = 2
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _SYNC_VALUE_FLAGS or argv[i] in ("--with", "--env-file") else 1
+    return i
+
+
 def _resolve(ctx: DoctorContext) -> RunInterpreter:
     argv, env, cwd, source = interpreter_command(ctx)
     it = RunInterpreter(argv=argv, cwd=cwd, env=env, source=source, fallback=ctx.python)
@@ -208,7 +232,11 @@ def _resolve(ctx: DoctorContext) -> RunInterpreter:
             it.case, it.problem = "no_uv", "uv is not on PATH"
             return it
         venv = project_env_dir(cwd, env)
-        it.offline = offline_check(ctx, uv, argv, cwd, env, float(ctx.catalog["defaults"]["uv_dry_run_timeout_s"]))
+        limit = float(ctx.catalog["defaults"]["uv_dry_run_timeout_s"])
+        it.offline = offline_check(ctx, uv, argv, cwd, env, limit)
+        for flags, steps in step_flag_sets(ctx, cwd, sync_flags(argv))[:int(ctx.catalog["defaults"]["uv_flag_sets"])]:
+            it.offline_steps.append({**offline_check(ctx, uv, ["uv", "run", *flags, "python"], cwd, env, limit),
+                                     "steps": steps})
         if venv is not None and not (venv / "bin" / "python").exists():
             it.case, it.problem = "no_env", f"the uv project environment {venv} does not exist yet"
             return it

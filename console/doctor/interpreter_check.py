@@ -19,7 +19,9 @@ def check_run_interpreter(ctx: DoctorContext) -> dict[str, Any]:
     where = f"`{it.command}` in {it.cwd or 'the current directory'} ({it.source})"
     items = [_probe_item(ctx, it, where)]
     if it.uses_uv and it.offline:
-        items.append(_offline_item(it))
+        items.append(_offline_item(it.offline, "the run's `uv run`"))
+        for off in it.offline_steps:
+            items.append(_offline_item(off, f"`uv run` of {', '.join(off.get('steps') or [])}"))
     core = _core_item(ctx, it)
     if core is not None:
         items.append(core)
@@ -44,20 +46,19 @@ def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
                       f"{a.get('ext_suffix')}): {versions_text(it)}{timed}")
 
 
-def _offline_item(it: RunInterpreter) -> Item:
-    off = it.offline
+def _offline_item(off: dict[str, Any], who: str) -> Item:
     cmd = " ".join(off.get("command") or [])
     if off.get("error"):
         return Item("offline_unresolvable", f"`{cmd}`: {off['error']}", facts={"command": cmd})
     if off.get("download"):
         create = f"creates {off['create']}, " if off.get("create") else ""
-        return Item("would_download", f"`{cmd}`: the run's `uv run` {create}would download {off['download']} "
+        return Item("would_download", f"`{cmd}`: {who} {create}would download {off['download']} "
                                       f"and install {off.get('install', 0)} package(s)",
                     facts={"n": off["download"]})
     if off.get("install") or off.get("uninstall") or off.get("create"):
-        return Item("ok", f"`{cmd}`: the run's `uv run` would install {off.get('install', 0)} and remove "
+        return Item("ok", f"`{cmd}`: {who} would install {off.get('install', 0)} and remove "
                           f"{off.get('uninstall', 0)} package(s) from the uv cache (no download)")
-    return Item("ok", f"`{cmd}`: environment in sync with uv.lock, runs offline")
+    return Item("ok", f"`{cmd}`: {who} finds its environment in sync with uv.lock and runs offline")
 
 
 def _core_item(ctx: DoctorContext, it: RunInterpreter) -> Item | None:
