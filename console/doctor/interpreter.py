@@ -82,7 +82,6 @@ class RunInterpreter:
     offline: dict[str, Any] = field(default_factory=dict)  # uv sync --dry-run --offline result
     # the same dry run for the other uv flag sets the plan's steps use in that checkout (+ "steps")
     offline_steps: list[dict[str, Any]] = field(default_factory=list)
-    fallback: str | None = None  # the console's interpreter, used by checks when this one can't be probed
 
     @property
     def uses_uv(self) -> bool:
@@ -187,8 +186,7 @@ def parse_dry_run(text: str) -> dict[str, Any]:
     return out
 
 
-def offline_check(ctx: DoctorContext, uv: str, argv: list[str], cwd: str | None, env: dict[str, str],
-                  timeout: float) -> dict[str, Any]:
+def offline_check(uv: str, argv: list[str], cwd: str | None, env: dict[str, str], timeout: float) -> dict[str, Any]:
     """`uv sync --dry-run --offline <the run's flags>`: would the run's `uv run` download or change anything?"""
     cmd = [uv, "sync", "--dry-run", "--offline", *sync_flags(argv)]
     probe = run_probe(cmd, env, cwd, timeout, stderr_limit=1 << 20)  # the counts precede the package list
@@ -224,7 +222,7 @@ def _command_index(argv: list[str]) -> int:
 
 def _resolve(ctx: DoctorContext) -> RunInterpreter:
     argv, env, cwd, source = interpreter_command(ctx)
-    it = RunInterpreter(argv=argv, cwd=cwd, env=env, source=source, fallback=ctx.python)
+    it = RunInterpreter(argv=argv, cwd=cwd, env=env, source=source)
     timeout = float(ctx.catalog["defaults"]["interpreter_timeout_s"])
     if it.uses_uv:
         uv = ctx.probes.which("uv")
@@ -233,9 +231,10 @@ def _resolve(ctx: DoctorContext) -> RunInterpreter:
             return it
         venv = project_env_dir(cwd, env)
         limit = float(ctx.catalog["defaults"]["uv_dry_run_timeout_s"])
-        it.offline = offline_check(ctx, uv, argv, cwd, env, limit)
-        for flags, steps in step_flag_sets(ctx, cwd, sync_flags(argv))[:int(ctx.catalog["defaults"]["uv_flag_sets"])]:
-            it.offline_steps.append({**offline_check(ctx, uv, ["uv", "run", *flags, "python"], cwd, env, limit),
+        it.offline = offline_check(uv, argv, cwd, env, limit)
+        most = int(ctx.catalog["defaults"]["uv_flag_sets"])
+        for flags, steps in step_flag_sets(ctx, cwd, sync_flags(argv))[:most]:
+            it.offline_steps.append({**offline_check(uv, ["uv", "run", *flags, "python"], cwd, env, limit),
                                      "steps": steps})
         if venv is not None and not (venv / "bin" / "python").exists():
             it.case, it.problem = "no_env", f"the uv project environment {venv} does not exist yet"
