@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ def bridge_path():
     except BaseException as exc:
         return {{"error": type(exc).__name__ + ": " + str(exc)}}
     return {{"file": getattr(mb, "__file__", None) or next(iter(getattr(mb, "__path__", [])), None)}}
-out = {{"executable": sys.executable, "python": "%d.%d.%d" % sys.version_info[:3],
+out = {{"executable": sys.executable, "python": ".".join(map(str, sys.version_info[:3])),
        "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or ".so",
        "packages": {{label: version(names) for label, names in json.loads(sys.argv[1]).items()}}}}
 print({MARKER!r} + json.dumps(out), flush=True)
@@ -240,6 +241,10 @@ def _resolve(ctx: DoctorContext) -> RunInterpreter:
             it.case, it.problem = "no_env", f"the uv project environment {venv} does not exist yet"
             return it
         it.probe_argv = [uv, "run", "--no-sync", "--offline", *argv[2:]]
+    elif ctx.is_demo:  # the demo runs in this very interpreter: read it here, no subprocess
+        it.probe_argv = [sys.executable]
+        it.answer = _this_interpreter(ctx.catalog["versions"])
+        return it
     else:
         exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
         if not exe:
@@ -259,6 +264,23 @@ def _resolve(ctx: DoctorContext) -> RunInterpreter:
     elif not it.answer:
         it.case, it.problem = "failed", probe.problem()
     return it
+
+
+def _this_interpreter(versions: dict[str, list[str]]) -> dict[str, Any]:
+    """The probe's answer (versions, EXT_SUFFIX) for the console's own interpreter, read in-process."""
+    import importlib.metadata as md
+
+    def version(names: list[str]) -> str | None:
+        for name in names:
+            try:
+                return md.version(name)
+            except md.PackageNotFoundError:
+                continue
+        return None
+
+    return {"executable": sys.executable, "python": ".".join(map(str, sys.version_info[:3])),
+            "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or ".so",
+            "packages": {label: version(list(names)) for label, names in versions.items()}}
 
 
 def run_interpreter(ctx: DoctorContext) -> RunInterpreter:
