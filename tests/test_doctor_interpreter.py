@@ -243,5 +243,8 @@ def test_without_a_plan_the_catalog_names_the_command(world):
     no_uv = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
                     env={"VERL_USE_UV": "0"})
     assert run_doctor(no_uv, None, checks=["run_interpreter"])["interpreter"]["command"] == ["python3"]
+    trtllm = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
+                     env={"ENGINE": "trtllm"})  # the wrapper's launcher covers vllm and sglang only
+    assert run_doctor(trtllm, None, checks=["run_interpreter"])["interpreter"]["command"] == ["python3"]
     nemo = run_doctor(_nemo_spec(world), None, checks=["run_interpreter"])["interpreter"]
     assert nemo["command"] == ["uv", "run", "python"] and nemo["cwd"] == str(world["nemo"])

@@ -128,8 +128,11 @@ def interpreter_command(ctx: DoctorContext) -> tuple[list[str], dict[str, str], 
             return argv[:idx + 1], env, step.get("cwd") or ctx.cwd, "the plan's bridge-import step"
     table = ctx.catalog["interpreters"]
     key = ctx.framework
-    if ctx.framework == "verl" and ctx.setting("VERL_USE_UV") == "0":
-        key = "verl_no_uv"
+    if ctx.framework == "verl":
+        when = table["verl_uv_when"]
+        if ctx.setting("VERL_USE_UV") == "0" or any((ctx.setting(name) or allowed[0]) not in allowed
+                                                    for name, allowed in when.items()):
+            key = "verl_no_uv"
     argv = [expand(a, {**ctx.env, "ENGINE": ctx.setting("ENGINE") or "vllm"}) for a in table[key]]
     return argv, dict(ctx.env), ctx.cwd, "doctor.toml [interpreters] (no plan was built)"
 
