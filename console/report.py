@@ -117,6 +117,18 @@ def _preflight_line(doctor: dict[str, Any]) -> str:
     return str(doctor["verdict"]) + (": " + "; ".join(bad) if bad else ": every check ok")
 
 
+def _interpreter_line(doctor: dict[str, Any]) -> str:
+    """The run's own interpreter and its package versions, as the preflight probed them (doctor.json)."""
+    it = doctor.get("interpreter") if isinstance(doctor, dict) else None
+    if not isinstance(it, dict):
+        return ""
+    command = " ".join(str(a) for a in it.get("command") or [])
+    if not it.get("executable"):
+        return f"`{command}` not probed ({it.get('problem') or it.get('status')})"
+    versions = ", ".join(f"{k} {v or 'not installed'}" for k, v in (it.get("packages") or {}).items())
+    return f"`{command}` -> {it['executable']} (Python {it.get('python')}): {versions}"
+
+
 def _rerun_line(extra: dict[str, Any]) -> str:
     """What a rerun-with-fix changed, so the report records the remedy that was applied."""
     if not extra.get("linked_from"):
@@ -150,9 +162,13 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     if framework != "demo":
         evidence["bridge_repo"] = _repo_state(run_dir, plan_steps, v, spec.get("bridge_repo"), "bridge")
         evidence["repo"] = _repo_state(run_dir, plan_steps, v, spec.get("repo"), "repo")
-    preflight = _preflight_line(read_json(run_dir / "doctor.json", {}) or {})
+    doctor = read_json(run_dir / "doctor.json", {}) or {}
+    preflight = _preflight_line(doctor)
     if preflight:
         evidence["preflight"] = preflight
+    interpreter = _interpreter_line(doctor)
+    if interpreter:
+        evidence["interpreter"] = interpreter
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
@@ -205,6 +221,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
         lines.append(f"- Preflight (rl-console doctor): {ev['preflight']}")
     if ev.get("upstream"):
         lines.append(f"- Upstream: {ev['upstream']}")
+    if ev.get("interpreter"):
+        lines.append(f"- Run interpreter: {ev['interpreter']}")
     cmds = ev.get("commands") or []
     if len(cmds) <= 1:
         lines.append(f"- Command: {cmds[0] if cmds else 'none'}")
