@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from console import exitcodes
 from console.events import read_events
 from console.monitor.tailer import Tailer
-from console.runs.recover import settle_lost_run, supervisor_lost
+from console.runs.recover import current_state
 from console.runs.state import STEP_TERMINAL, is_finished, read_state
 
 POLL_S = 0.2
@@ -92,9 +92,7 @@ class Follower:
         if self.done:
             return []
         out: list[str] = []
-        state = read_state(self.run_dir)
-        if supervisor_lost(state) and settle_lost_run(self.run_dir):
-            state = read_state(self.run_dir)
+        state = current_state(self.run_dir)
         steps = state.get("steps", [])
         finished = is_finished(state)
         out += self._progress_lines(state)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -11,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import SpecError
-from console.redact import MASK, is_secret_name, redact_env, redact_text
+from console.redact import MASK, is_secret_name, redact_argv, redact_env, secret_argv_positions
 from console.runs.ids import create_run_dir
+from console.runs.procs import process_create_time
 from console.runs.state import initial_state, update_state, write_json_atomic, write_state
 from console.spec import RunSpec
 
@@ -67,14 +69,15 @@ def apply_remedy_unset(plan: dict[str, Any], spec: RunSpec) -> None:
         step["unset"] = have + [u for u in unset if u not in have]
 
 
-SECRETS_ENV = "RL_CONSOLE_SECRETS"
+SECRETS_ENV = "RL_CONSOLE_SECRETS"  # no longer used to pass secrets (kept for callers that import it)
 
 
-def _secrets(plan: dict[str, Any]) -> dict[str, Any]:
-    """Values that plan.json shows masked; they reach the supervisor through its environment only.
+def _secrets(plan: dict[str, Any], base_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Values that plan.json shows masked; they reach the supervisor over its stdin pipe only.
 
-    ``{"env": {step: {KEY: value}}, "argv": {step: {index: value}}}``; the supervisor removes the
-    variable from its own environment before it starts any step.
+    ``{"env": {step: {KEY: value}}, "argv": {step: {index: value}}, "base_env": {KEY: value}}``;
+    ``base_env`` holds the secret-named variables of the submitting environment, which the
+    supervisor's own environment never carries (``/proc/<pid>/environ`` stays clean).
     """
     env: dict[str, dict[str, str]] = {}
     argv: dict[str, dict[str, str]] = {}
@@ -82,21 +85,49 @@ def _secrets(plan: dict[str, Any]) -> dict[str, Any]:
         for k, v in (step.get("env") or {}).items():
             if is_secret_name(k) and v and v != MASK:
                 env.setdefault(step["name"], {})[k] = v
-        for i, a in enumerate(step["argv"]):
-            if redact_text(a) != a:
-                argv.setdefault(step["name"], {})[str(i)] = a
-    return {"env": env, "argv": argv}
+        for i, (prefix, value) in secret_argv_positions(step["argv"]).items():
+            argv.setdefault(step["name"], {})[str(i)] = prefix + value
+    base = {k: v for k, v in (base_env or {}).items() if is_secret_name(k) and v}
+    return {"env": env, "argv": argv, "base_env": base}
 
 
 def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
     out = json.loads(json.dumps(plan, default=str))
     for step in out["steps"]:
         step["env"] = redact_env(step.get("env") or {})
-        step["argv"] = [redact_text(a) for a in step["argv"]]
+        step["argv"] = redact_argv(step["argv"])
     if isinstance(out.get("spec"), dict):
         out["spec"]["env"] = redact_env(out["spec"].get("env") or {})
-        out["spec"]["overrides"] = [redact_text(o) for o in out["spec"].get("overrides") or []]
+        out["spec"]["overrides"] = redact_argv(list(out["spec"].get("overrides") or []))
     return out
+
+
+def supervisor_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The supervisor's environment: the caller's, without any secret-named variable."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not is_secret_name(k)}
+    env.pop(SECRETS_ENV, None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def spawn_supervisor(run_dir: Path, secrets: dict[str, Any]) -> int:
+    """Start ``python -m console.runs.supervisor RUN_DIR`` detached; the secrets go over its stdin
+    (a pipe it reads to the end at start, then replaces with /dev/null). Returns its pid."""
+    with open(run_dir / SUPERVISOR_LOG, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=supervisor_env(), close_fds=True,
+        )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(json.dumps(secrets).encode())
+    except BrokenPipeError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    return proc.pid
 
 
 def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = None) -> Path:
@@ -110,28 +141,21 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     run_dir = create_run_dir(root, spec)
     plan_dict = substitute(plan_dict, str(run_dir))
     plan_dict["spec"] = spec.to_dict()
-    secrets = _secrets(plan_dict)
+    secrets = _secrets(plan_dict, dict(os.environ))
     (run_dir / "logs").mkdir()
     spec_dict = spec.to_dict()
     spec_dict["env"] = redact_env(spec.env)
-    spec_dict["overrides"] = [redact_text(o) for o in spec.overrides]
+    spec_dict["overrides"] = redact_argv(list(spec.overrides))
     write_json_atomic(run_dir / "spec.json", spec_dict)
     write_json_atomic(run_dir / "plan.json", _redacted_plan(plan_dict))
     linked = spec.extra.get("linked_from")
     write_state(run_dir, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
     if spec.launcher == "slurm":
         return _start_slurm(run_dir, plan_dict, spec)
-    env = dict(os.environ)
-    if secrets["env"] or secrets["argv"]:
-        env[SECRETS_ENV] = json.dumps(secrets)
-    env["PYTHONUNBUFFERED"] = "1"
-    with open(run_dir / SUPERVISOR_LOG, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=env, close_fds=True,
-        )
-    update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or proc.pid))
+    pid = spawn_supervisor(run_dir, secrets)
+    ctime = process_create_time(pid)
+    update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or pid,
+                                             supervisor_create_time=s.get("supervisor_create_time") or ctime))
     return run_dir
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from console.errors import RunNotFound
 from console.events import Event, read_events
 from console.fileio import read_json
+from console.runs.recover import read_current_state
 
 LIVE_STATUSES = ("pending", "running")
 MAX_POINTS = 600  # per metric series kept for plots
@@ -80,7 +81,7 @@ class RunRow:
 
 
 def load_row(run_dir: Path) -> RunRow | None:
-    state = read_json(run_dir / "state.json")
+    state = read_current_state(run_dir)
     if not isinstance(state, dict):
         return None
     spec = read_json(run_dir / "spec.json") or {}
@@ -194,7 +195,7 @@ class RunModel:
 
     def refresh(self) -> RunSnapshot:
         snap = self.snapshot
-        state = read_json(self.run_dir / "state.json")
+        state = read_current_state(self.run_dir)
         if isinstance(state, dict):
             snap.state = state
         events, self._events_offset = read_events(self.run_dir / "events.jsonl", self._events_offset)
