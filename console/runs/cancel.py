@@ -103,9 +103,9 @@ def running_groups(state: dict[str, Any], marker: str | None = None) -> set[int]
     """
     out = set()
     for s in state.get("steps", []):
-        if s.get("pgid") and s.get("status") == "running":
-            if marker is None or group_is_runs(int(s["pgid"]), s.get("create_time"), marker):
-                out.add(int(s["pgid"]))
+        if s.get("pgid") and s.get("status") == "running" and (
+                marker is None or group_is_runs(int(s["pgid"]), s.get("create_time"), marker)):
+            out.add(int(s["pgid"]))
     return out
 
 

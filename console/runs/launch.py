@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -138,25 +139,41 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     plan_dict = plan_to_dict(plan if plan is not None else build_default_plan(spec))
     apply_remedy_unset(plan_dict, spec)
     root = Path(runs_dir if runs_dir is not None else spec.runs_dir).expanduser().resolve()
-    run_dir = create_run_dir(root, spec)
-    plan_dict = substitute(plan_dict, str(run_dir))
-    plan_dict["spec"] = spec.to_dict()
-    secrets = _secrets(plan_dict, dict(os.environ))
-    (run_dir / "logs").mkdir()
-    spec_dict = spec.to_dict()
-    spec_dict["env"] = redact_env(spec.env)
-    spec_dict["overrides"] = redact_argv(list(spec.overrides))
-    write_json_atomic(run_dir / "spec.json", spec_dict)
-    write_json_atomic(run_dir / "plan.json", _redacted_plan(plan_dict))
-    linked = spec.extra.get("linked_from")
-    write_state(run_dir, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+    if root.exists() and not root.is_dir():
+        raise SpecError(f"runs folder {root}: not a directory")
     if spec.launcher == "slurm":
-        return _start_slurm(run_dir, plan_dict, spec)
-    pid = spawn_supervisor(run_dir, secrets)
+        _check_slurm_input(spec, plan_dict)
+    run_dir = create_run_dir(root, spec)
+    try:
+        plan_dict = substitute(plan_dict, str(run_dir))
+        plan_dict["spec"] = spec.to_dict()
+        secrets = _secrets(plan_dict, dict(os.environ))
+        (run_dir / "logs").mkdir()
+        spec_dict = spec.to_dict()
+        spec_dict["env"] = redact_env(spec.env)
+        spec_dict["overrides"] = redact_argv(list(spec.overrides))
+        write_json_atomic(run_dir / "spec.json", spec_dict)
+        write_json_atomic(run_dir / "plan.json", _redacted_plan(plan_dict))
+        linked = spec.extra.get("linked_from")
+        write_state(run_dir, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+        if spec.launcher == "slurm":
+            return _start_slurm(run_dir, plan_dict, spec)
+        pid = spawn_supervisor(run_dir, secrets)
+    except (SpecError, OSError):
+        # bad input found late or a folder that cannot be written: leave nothing behind
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     ctime = process_create_time(pid)
     update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or pid,
                                              supervisor_create_time=s.get("supervisor_create_time") or ctime))
     return run_dir
+
+
+def _check_slurm_input(spec: RunSpec, plan_dict: dict[str, Any]) -> None:
+    """Refuse bad Slurm options (``--nodes -3``) before a run folder exists (SpecError, exit 2)."""
+    from console.runs.slurm.script import sbatch_resource_args
+
+    sbatch_resource_args(spec, plan_dict["steps"], "rlc-check")
 
 
 def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Path:

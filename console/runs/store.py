@@ -44,6 +44,7 @@ class RunStore:
                 "step": steps[current]["name"] if 0 <= current < len(steps) else None,
                 "created": state.get("created"), "started": state.get("started"),
                 "ended": state.get("ended"), "linked_from": state.get("linked_from"),
+                "error": state.get("error"),
             })
         return rows
 
