@@ -28,7 +28,6 @@ from typing import Any
 
 from console.errors import ConsoleError
 
-
 MAX_NODES = 400
 MAX_DEPTH = 40
 MAX_INT_BITS = 4096
@@ -189,9 +188,9 @@ def _bounded(op: ast.operator, a: Any, b: Any) -> None:
             raise RefusedExpression(f"refused: ** result larger than {MAX_INT_BITS} bits")
     elif isinstance(op, ast.Pow) and isinstance(b, int | float) and abs(b) > 10_000:
         raise RefusedExpression("refused: exponent too large")
-    elif isinstance(op, ast.Mult) and isinstance(a, int) and isinstance(b, int):
-        if _int_bits(a) + _int_bits(b) > MAX_INT_BITS:
-            raise RefusedExpression(f"refused: * result larger than {MAX_INT_BITS} bits")
+    elif isinstance(op, ast.Mult) and isinstance(a, int) and isinstance(b, int) \
+            and _int_bits(a) + _int_bits(b) > MAX_INT_BITS:
+        raise RefusedExpression(f"refused: * result larger than {MAX_INT_BITS} bits")
 
 
 def _check(node: ast.AST) -> None:  # noqa: C901 - one branch per allowed node kind

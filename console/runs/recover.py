@@ -24,18 +24,18 @@ START_GRACE_S = 5.0  # a run younger than this may not have recorded its supervi
 
 
 def supervisor_lost(state: dict[str, Any], run_dir: Path | None = None) -> bool:
-    """True when the run is not finished, its supervisor is gone and it was started long enough ago."""
+    """True when the run is not finished and its supervisor is gone: the recorded one is no longer
+    the same process, or none was recorded ``START_GRACE_S`` after the run was created (the console
+    that launched it died first)."""
     if is_finished(state) or state.get("launcher", "local") != "local":
         return False
-    started = state.get("started") or state.get("created") or 0
-    if time.time() - started <= START_GRACE_S and not state.get("supervisor_pid"):
-        return False
+    if not state.get("supervisor_pid"):
+        return time.time() - float(state.get("created") or 0) > START_GRACE_S
     if run_dir is None:
         from console.runs.procs import same_process
 
-        return not same_process(state.get("supervisor_pid"), state.get("supervisor_create_time")) \
-            and time.time() - started > 2.0
-    return not supervisor_alive(state, Path(run_dir)) and time.time() - started > 2.0
+        return not same_process(state.get("supervisor_pid"), state.get("supervisor_create_time"))
+    return not supervisor_alive(state, Path(run_dir))
 
 
 def settle_lost_run(run_dir: Path) -> bool:
