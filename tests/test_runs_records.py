@@ -21,7 +21,6 @@ import psutil
 import pytest
 from runs_support import PY, ROOT, cli, reap_runs, step, wait_finished, wait_for
 
-from console.redact import is_secret_name, redact_argv, redact_obj, redact_text
 from console.runs.cancel import cancel_run
 from console.runs.launch import start_run
 from console.runs.recover import supervisor_lost
@@ -49,6 +48,8 @@ def _no_traceback(proc: subprocess.CompletedProcess) -> None:
 
 # --------------------------------------------------------------------------- redaction by structure
 def test_names_that_only_look_secret_are_kept() -> None:
+    from console.redact import is_secret_name, redact_argv, redact_obj, redact_text
+
     argv = ["python", "main.py", "data.reward_fn_key=data_source", "data.prompt_key=prompt",
             "data.max_prompt_tokens=512", "wandb.api_key=abcd1234", "--hf-token", "tok-value",
             "--token=xyz9", "x=hf_" + "a" * 30]

@@ -44,6 +44,8 @@ from console.triage.verdict import run_verdict
 
 TICK_S = 0.2
 STATE_CHECK_S = 0.5
+COMPACT_CHECK_S = 60.0
+COMPACT_ENV = "RL_CONSOLE_EVENTS_COMPACT_BYTES"  # events.jsonl size that triggers a compaction
 
 
 class NoSpace(Exception):
@@ -159,10 +161,15 @@ class Supervisor:
         with contextlib.suppress(Exception):
             self.pipeline.start_step(name, log, proc.pid if proc is not None else None)
         last_check = 0.0
+        last_compact = time.monotonic()
         while proc is not None and proc.poll() is None:
             with contextlib.suppress(Exception):
                 self.pipeline.tick()
             now = time.monotonic()
+            if now - last_compact >= COMPACT_CHECK_S:
+                last_compact = now
+                with contextlib.suppress(Exception):
+                    self.bus.compact_if_large(int(os.environ.get(COMPACT_ENV) or 0))
             if now - last_check >= STATE_CHECK_S:
                 last_check = now
                 if not self.cancelled and self._cancel_wanted():
