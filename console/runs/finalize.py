@@ -47,14 +47,25 @@ def _inside(path: Path, run_dir: Path) -> bool:
         return False
 
 
-def collect_evidence(run_dir: Path, index: int, step: dict[str, Any]) -> list[str]:
+def _fresh(path: Path, since: float | None) -> bool:
+    """Written by this step: modified after it started (an older file is another run's)."""
+    if since is None:
+        return True
+    try:
+        return path.stat().st_mtime >= since - 1.0
+    except OSError:
+        return False
+
+
+def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: float | None = None) -> list[str]:
     """Copy the step's metrics.json and TB event files into the run folder; return the copies
-    (relative to the run folder). Files already inside the run folder stay where they are."""
+    (relative to the run folder). Files already inside the run folder stay where they are; with
+    ``since`` (the step's start time) files older than the step (an earlier run's) are left out."""
     run_dir = Path(run_dir)
     dest = run_dir / EVIDENCE_DIR / f"{index + 1:02d}-{step.get('name', 'step')}"
     copied: list[str] = []
     mj = _resolve(step.get("metrics_json"), step, run_dir)
-    if mj is not None and mj.is_file() and not _inside(mj, run_dir):
+    if mj is not None and mj.is_file() and not _inside(mj, run_dir) and _fresh(mj, since):
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy2(mj, dest / "metrics.json")
         shutil.copy2(mj, run_dir / ".metrics.json.tmp")
@@ -70,6 +81,8 @@ def collect_evidence(run_dir: Path, index: int, step: dict[str, Any]) -> list[st
                 continue
             if total + size > MAX_TB_BYTES:
                 break
+            if not _fresh(src, since):
+                continue
             target = dest / "tb" / src.relative_to(tb)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)

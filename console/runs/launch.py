@@ -143,24 +143,30 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
         raise SpecError(f"runs folder {root}: not a directory")
     if spec.launcher == "slurm":
         _check_slurm_input(spec, plan_dict)
-    run_dir = create_run_dir(root, spec)
+    run_dir = create_run_dir(root, spec)  # reserved (empty) under its final name
+    # the files are written in a hidden staging folder renamed over the reserved one at once: a
+    # console killed mid-way never leaves a visible run folder without state.json
+    staging = root / f".{run_dir.name}.creating"
     try:
         plan_dict = substitute(plan_dict, str(run_dir))
         plan_dict["spec"] = spec.to_dict()
         secrets = _secrets(plan_dict, dict(os.environ))
-        (run_dir / "logs").mkdir()
+        staging.mkdir()
+        (staging / "logs").mkdir()
         spec_dict = spec.to_dict()
         spec_dict["env"] = redact_env(spec.env)
         spec_dict["overrides"] = redact_argv(list(spec.overrides))
-        write_json_atomic(run_dir / "spec.json", spec_dict)
-        write_json_atomic(run_dir / "plan.json", _redacted_plan(plan_dict))
+        write_json_atomic(staging / "spec.json", spec_dict)
+        write_json_atomic(staging / "plan.json", _redacted_plan(plan_dict))
         linked = spec.extra.get("linked_from")
-        write_state(run_dir, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+        write_state(staging, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+        os.rename(staging, run_dir)  # replaces the empty reserved folder atomically
         if spec.launcher == "slurm":
             return _start_slurm(run_dir, plan_dict, spec)
         pid = spawn_supervisor(run_dir, secrets)
     except (SpecError, OSError):
         # bad input found late or a folder that cannot be written: leave nothing behind
+        shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     ctime = process_create_time(pid)

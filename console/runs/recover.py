@@ -69,9 +69,10 @@ def settle_lost_run(run_dir: Path) -> bool:
                             reason=None if code == 0 else f"{LOST_REASON} while the step ran")
             elif step["status"] == "pending":
                 step.update(status="skipped", reason=LOST_REASON)
-            if step["status"] in ("passed", "failed") and "evidence" not in step and i < len(plan_steps):
+            if step["status"] in ("passed", "failed") and "evidence" not in step and step.get("started") \
+                    and i < len(plan_steps):
                 with contextlib.suppress(Exception):
-                    step["evidence"] = collect_evidence(run_dir, i, plan_steps[i])
+                    step["evidence"] = collect_evidence(run_dir, i, plan_steps[i], since=step.get("started"))
         s.update(status="failed", verdict="Incomplete", ended=now, error=LOST_REASON)
         settled = True
 

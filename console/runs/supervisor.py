@@ -154,6 +154,7 @@ class Supervisor:
         log = self.run_dir / read_state(self.run_dir)["steps"][index]["log"]
         log.parent.mkdir(parents=True, exist_ok=True)
         exit_file = log.with_suffix(".exit")
+        started_at = time.time()
         proc = self._spawn(index, step, log, exit_file)
         if proc is None and not exit_file.exists():
             return None
@@ -189,7 +190,7 @@ class Supervisor:
             result = self.pipeline.end_step(code)
         evidence: list[str] = []
         try:
-            evidence = collect_evidence(self.run_dir, index, step)
+            evidence = collect_evidence(self.run_dir, index, step, since=started_at)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 self.no_space = f"copying the evidence of step {name}: {exc}"
