@@ -21,17 +21,21 @@ from typing import Any
 MASK = "***"
 _CATALOG = Path(__file__).resolve().parent / "catalog" / "redaction.toml"
 # Values that look like well-known tokens wherever they appear in text.
-_SECRET_VALUE_RES = [
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"),  # Hugging Face
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"),  # GitHub
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"),  # OpenAI-style
-    re.compile(r"\bnvapi-[A-Za-z0-9_-]{20,}\b"),  # NVIDIA NGC
-    re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),  # Slack
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key id
+_SECRET_VALUE_RES = [  # (a lower-case hint that must be in the text, the pattern)
+    ("hf_", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")),  # Hugging Face
+    ("gh", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b")),  # GitHub
+    ("github_pat_", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b")),
+    ("sk-", re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b")),  # OpenAI-style
+    ("nvapi-", re.compile(r"\bnvapi-[A-Za-z0-9_-]{20,}\b")),  # NVIDIA NGC
+    ("xox", re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b")),  # Slack
+    ("akia", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),  # AWS access key id
 ]
-# NAME=value / NAME: value in free text; the value ends at whitespace, a quote or a separator
-_ASSIGN_RE = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)(=[\"']?|: ?[\"']?)([^\s\"',;}\]]+)")
+_NAME_HINTS = ("token", "key", "secret", "passw", "passphrase", "credential", "auth", "pat", "bearer")
+# NAME=value / NAME: value in free text; the value ends at whitespace, a quote or a separator.
+# Only names holding a secret word are candidates (fast on long logs); is_secret_name decides.
+_ASSIGN_RE = re.compile(
+    r"(?<![\w.-])([A-Za-z_][\w.-]*?(?:token|key|secret|passw|passphrase|credential|auth|pat|bearer)[\w.-]*)"
+    r"(=[\"']?|: ?[\"']?)([^\s\"',;}\]]+)", re.IGNORECASE)
 _WORD_SPLIT_RE = re.compile(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literally in text
 
@@ -51,6 +55,7 @@ def _last_part(name: str) -> str:
     return name.rsplit(".", 1)[-1] if "." in name else name
 
 
+@cache
 def is_secret_name(name: str) -> bool:
     """True for an env name, override key or flag naming a secret (``HF_TOKEN``, ``wandb.api_key``,
     ``--hf-token``); False for look-alikes on the allow-list (``data.reward_fn_key``, ``max_tokens``)."""
@@ -68,7 +73,8 @@ def is_secret_name(name: str) -> bool:
 
 
 def _value_is_secret_shaped(value: str) -> bool:
-    return any(rx.search(value) for rx in _SECRET_VALUE_RES)
+    low = value.lower()
+    return any(hint in low and rx.search(value) for hint, rx in _SECRET_VALUE_RES)
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -120,14 +126,26 @@ def _assign(m: re.Match[str]) -> str:
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """Free text (a log line, an evidence string, a command line): known secret values, token-shaped
-    values and ``NAME=value`` assignments with a secret name are replaced by ``***``."""
+    values and ``NAME=value`` assignments with a secret name are replaced by ``***``.
+
+    Fast on long logs: a regex only runs on the lines holding its hint (plain substring tests)."""
     if not text:
         return text
     for value in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LEN}, key=len, reverse=True):
-        text = text.replace(value, MASK)
-    text = _ASSIGN_RE.sub(_assign, text)
-    for rx in _SECRET_VALUE_RES:
-        text = rx.sub(MASK, text)
+        if value in text:
+            text = text.replace(value, MASK)
+    low = text.lower()
+    if any(hint in low for hint in _NAME_HINTS):
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            line_low = line.lower()
+            if any(hint in line_low for hint in _NAME_HINTS):
+                lines[i] = _ASSIGN_RE.sub(_assign, line)
+        text = "\n".join(lines)
+        low = text.lower()
+    for hint, rx in _SECRET_VALUE_RES:
+        if hint in low:
+            text = rx.sub(MASK, text)
     return text
 
 
