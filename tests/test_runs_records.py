@@ -380,8 +380,8 @@ def test_ctrl_c_on_an_attached_run_detaches_with_its_own_exit_code(tmp_path: Pat
                             "--runs-dir", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, env=env, cwd=ROOT)
     try:
-        wait_for(lambda: runs.is_dir() and any(runs.iterdir()), timeout=90, what="the run folder")
-        run_dir = next(runs.iterdir())
+        wait_for(lambda: bool(RunStore(runs).run_dirs()), timeout=90, what="the run folder")
+        run_dir = RunStore(runs).run_dirs()[0]
         wait_for(lambda: (run_dir / "logs/01-replay.log").exists()
                  and b"line 1" in (run_dir / "logs/01-replay.log").read_bytes(), timeout=90, what="output")
         con.send_signal(signal.SIGINT)
