@@ -18,6 +18,7 @@ from console.fileio import runs_folder_problem
 from console.runs.cancel import cancel_run
 from console.runs.follow import follow_run
 from console.runs.launch import start_run
+from console.runs.recover import current_state
 from console.runs.state import is_finished, read_state
 from console.runs.store import RunStore
 from console.spec import RunSpec, default_runs_dir, spec_from_args
@@ -28,8 +29,9 @@ def _runs_dir(args: argparse.Namespace) -> Path:
 
 
 def _exit_for(run_dir: Path) -> int:
-    state = read_state(run_dir)
-    return exitcodes.for_verdict(state.get("verdict")) if is_finished(state) else exitcodes.PASS
+    """The verdict's exit code, or DETACHED when the console left a run that goes on."""
+    state = current_state(run_dir)
+    return exitcodes.for_verdict(state.get("verdict")) if is_finished(state) else exitcodes.DETACHED
 
 
 def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
