@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import SpecError
-from console.redact import MASK, is_secret_name, redact_argv, redact_env, secret_argv_positions
+from console.redact import MASK, is_secret_name, redact_argv, redact_env, redact_obj, secret_argv_positions
 from console.runs.ids import create_run_dir
 from console.runs.procs import process_create_time
 from console.runs.state import initial_state, update_state, write_json_atomic, write_state
@@ -92,6 +92,15 @@ def _secrets(plan: dict[str, Any], base_env: dict[str, str] | None = None) -> di
     return {"env": env, "argv": argv, "base_env": base}
 
 
+def secret_list(secrets: dict[str, Any]) -> list[str]:
+    """Every secret value of a ``_secrets`` payload (argv entries without their ``KEY=`` prefix)."""
+    values = [v for per_step in (secrets.get("env") or {}).values() for v in per_step.values()]
+    for per_step in (secrets.get("argv") or {}).values():
+        values += [v.split("=", 1)[1] if "=" in v else v for v in per_step.values()]
+    values += list((secrets.get("base_env") or {}).values())
+    return [v for v in values if v]
+
+
 def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
     out = json.loads(json.dumps(plan, default=str))
     for step in out["steps"]:
@@ -156,8 +165,9 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
         spec_dict = spec.to_dict()
         spec_dict["env"] = redact_env(spec.env)
         spec_dict["overrides"] = redact_argv(list(spec.overrides))
-        write_json_atomic(staging / "spec.json", spec_dict)
-        write_json_atomic(staging / "plan.json", _redacted_plan(plan_dict))
+        known = secret_list(secrets)  # any literal occurrence anywhere (a title, a cwd) is masked too
+        write_json_atomic(staging / "spec.json", redact_obj(spec_dict, known))
+        write_json_atomic(staging / "plan.json", redact_obj(_redacted_plan(plan_dict), known))
         linked = spec.extra.get("linked_from")
         write_state(staging, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
         os.rename(staging, run_dir)  # replaces the empty reserved folder atomically
