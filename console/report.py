@@ -156,9 +156,11 @@ def recorded_verdict(run_dir: Path) -> dict[str, Any] | None:
     return triage
 
 
-def render_json(run_dir: Path, recompute: bool = False) -> dict[str, Any]:
+def render_json(run_dir: Path, recompute: bool = False, verdict: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report data. ``verdict``: the run's verdict dict when the caller holds it (the run's end);
+    else the recorded one of a finished run, or (``recompute``, or a live run) ``run_verdict``."""
     run_dir = Path(run_dir)
-    v = None if recompute else recorded_verdict(run_dir)
+    v = verdict if verdict is not None else (None if recompute else recorded_verdict(run_dir))
     if v is None:
         v = run_verdict(run_dir)
         from console.runs.recover import read_current_state

@@ -128,9 +128,9 @@ def record_verdict(run_dir: Path, verdict: str, *, primary: dict[str, Any] | Non
         triage["reason"] = reason
     write_json_atomic(run_dir / "triage.json", triage)
     with contextlib.suppress(Exception):
-        from console.report import write_report
+        from console.report import render_json, write_report
 
-        write_report(run_dir)
+        write_report(run_dir, render_json(run_dir, verdict=triage))
     return triage
 
 
