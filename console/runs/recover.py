@@ -21,6 +21,8 @@ from console.runs.stepwrap import read_exit
 
 LOST_REASON = "supervisor lost"
 START_GRACE_S = 5.0  # a run younger than this may not have recorded its supervisor yet
+RECHECK_S = 3.0  # a lost run whose step still runs is scanned for again after this long
+_STILL_RUNNING: dict[str, float] = {}
 
 
 def supervisor_lost(state: dict[str, Any], run_dir: Path | None = None) -> bool:
@@ -48,8 +50,13 @@ def settle_lost_run(run_dir: Path) -> bool:
     if not supervisor_lost(state, run_dir):
         return False
     marker = run_marker(run_dir)
+    checked = _STILL_RUNNING.get(marker)
+    if checked is not None and time.monotonic() - checked < RECHECK_S:
+        return False  # looked a moment ago: a step still ran (a /proc scan per view refresh is too much)
     if run_processes(marker, roots=running_groups(state, marker)):
+        _STILL_RUNNING[marker] = time.monotonic()
         return False  # a step still runs on its own; its wrapper will record the exit code
+    _STILL_RUNNING.pop(marker, None)
     from console.fileio import read_json
     from console.runs.finalize import collect_evidence, free_reserve, record_verdict
 
