@@ -395,3 +395,17 @@ def test_ctrl_c_on_an_attached_run_detaches_with_its_own_exit_code(tmp_path: Pat
             con.kill()
         reap_runs(runs)
     assert sys.platform.startswith("linux")
+
+
+def test_a_cancelled_run_records_one_verdict(runs_dir: Path) -> None:
+    plan = {"steps": [step("slow", "import time; time.sleep(30)"), step("next", "print(1)")]}
+    run_dir = start_run(RunSpec(runs_dir=str(runs_dir)), plan=plan)
+    wait_for(lambda: read_state(run_dir)["steps"][0]["status"] == "running", what="the step to start")
+    assert cancel_run(run_dir, grace=1.0)
+    state = read_state(run_dir)
+    triage = json.loads((run_dir / "triage.json").read_text())
+    assert state["verdict"] == triage["verdict"] == "Cancelled"
+    assert [s["status"] for s in state["steps"]] == ["cancelled", "skipped"]
+    report = json.loads(cli("report", str(run_dir), "--format", "json").stdout)
+    assert report["result"] == "Cancelled"
+    assert json.loads((run_dir / "report.json").read_text())["result"] == "Cancelled"

@@ -268,12 +268,12 @@ class Supervisor:
         (a reader that sees the run ended finds its verdict files)."""
         if self.no_space:
             return self.end_no_space(self.no_space)
-        state = read_state(self.run_dir)
         triage: dict[str, Any] | None = None
         if self.cancelled:
             verdict = "Cancelled"
-            mark_cancelled(state)
+            update_state(self.run_dir, _steps_cancelled)  # the verdict below sees the steps' end
         else:
+            state = read_state(self.run_dir)
             triage = self._triage()
             verdict = decide_verdict(state, self.steps, triage)
         try:
@@ -332,6 +332,13 @@ class Supervisor:
         if failed:
             return failed[0]
         return list(results.values())[-1] if results else None
+
+
+def _steps_cancelled(state: dict[str, Any]) -> None:
+    """``mark_cancelled`` for the steps only: the run's own status is written last."""
+    status, verdict, ended = state.get("status"), state.get("verdict"), state.get("ended")
+    mark_cancelled(state)
+    state.update(status=status, verdict=verdict, ended=ended)
 
 
 def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
