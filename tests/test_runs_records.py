@@ -177,17 +177,21 @@ def small_disk(tmp_path: Path):
             time.sleep(0.2)
 
 
-def test_disk_full_ends_blocked_no_space_everywhere(small_disk: Path) -> None:
+FILL_A_FILE = ("import os\n"
+               "with open(os.path.join(os.environ['RL_CONSOLE_RUN_DIR'], 'fill'), 'wb') as fh:\n"
+               "    for _ in range(64): fh.write(b'x' * 65536); fh.flush()\n")
+FILL_THE_LOG = "import sys\nfor i in range(80000): print('a log line that fills the disk', i)\n"
+
+
+@pytest.mark.parametrize("code", [FILL_A_FILE, FILL_THE_LOG], ids=["step-fails", "log-full-step-passes"])
+def test_disk_full_ends_blocked_no_space_everywhere(small_disk: Path, code: str) -> None:
     runs = small_disk / "runs"
-    code = ("import os\n"
-            "with open(os.path.join(os.environ['RL_CONSOLE_RUN_DIR'], 'fill'), 'wb') as fh:\n"
-            "    for _ in range(64): fh.write(b'x' * 65536); fh.flush()\n")
     plan = {"steps": [step("fill", code), step("after", "print('never')")]}
     run_dir = start_run(RunSpec(runs_dir=str(runs)), plan=plan)
     state = wait_finished(run_dir, timeout=60)
     assert (state["status"], state["verdict"]) == ("blocked", "Blocked")
     assert state["error"].startswith("no_space")
-    assert [s["status"] for s in state["steps"]] == ["failed", "skipped"]
+    assert state["steps"][1]["status"] == "skipped"
     triage = json.loads((run_dir / "triage.json").read_text())
     assert triage["verdict"] == "Blocked" and triage["primary"]["class"] == "no_space"
     rows = json.loads(cli("ls", "--runs-dir", str(runs), "--json").stdout)

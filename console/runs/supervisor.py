@@ -48,10 +48,6 @@ COMPACT_CHECK_S = 60.0
 COMPACT_ENV = "RL_CONSOLE_EVENTS_COMPACT_BYTES"  # events.jsonl size that triggers a compaction
 
 
-class NoSpace(Exception):
-    """The run folder's disk is full (a step could not write its log, or the supervisor its files)."""
-
-
 def read_secrets(stream: Any = None) -> dict[str, Any]:
     """The launcher's secrets from stdin (a pipe, read to its end), then stdin becomes /dev/null."""
     stream = stream if stream is not None else sys.stdin
@@ -196,8 +192,9 @@ class Supervisor:
                 self.no_space = f"copying the evidence of step {name}: {exc}"
             else:
                 print(f"rl-console supervisor: evidence of {name} not copied: {exc}", file=sys.stderr)
-        if code != 0 and self.no_space is None and (
-                exit_file.with_suffix(".nospace").exists() or disk_nearly_full(self.run_dir)):
+        if self.no_space is None and exit_file.with_suffix(".nospace").exists():
+            self.no_space = f"step {name}'s log could not be written (exit code {code})"
+        elif self.no_space is None and code != 0 and disk_nearly_full(self.run_dir):
             self.no_space = f"step {name} exited with code {code} and the run folder's disk is full"
         status = "cancelled" if self.cancelled else ("passed" if code == 0 else "failed")
         reason = None
