@@ -76,18 +76,19 @@ SECRETS_ENV = "RL_CONSOLE_SECRETS"  # no longer used to pass secrets (kept for c
 def _secrets(plan: dict[str, Any], base_env: dict[str, str] | None = None) -> dict[str, Any]:
     """Values that plan.json shows masked; they reach the supervisor over its stdin pipe only.
 
-    ``{"env": {step: {KEY: value}}, "argv": {step: {index: value}}, "base_env": {KEY: value}}``;
+    ``{"env": {step: {KEY: value}}, "argv": {step: {index: [prefix, value]}}, "base_env": {KEY: value}}``
+    (the argv word is ``prefix + value``, e.g. ``wandb.api_key=`` + the key);
     ``base_env`` holds the secret-named variables of the submitting environment, which the
     supervisor's own environment never carries (``/proc/<pid>/environ`` stays clean).
     """
     env: dict[str, dict[str, str]] = {}
-    argv: dict[str, dict[str, str]] = {}
+    argv: dict[str, dict[str, list[str]]] = {}
     for step in plan["steps"]:
         for k, v in (step.get("env") or {}).items():
             if is_secret_name(k) and v and v != MASK:
                 env.setdefault(step["name"], {})[k] = v
         for i, (prefix, value) in secret_argv_positions(step["argv"]).items():
-            argv.setdefault(step["name"], {})[str(i)] = prefix + value
+            argv.setdefault(step["name"], {})[str(i)] = [prefix, value]
     base = {k: v for k, v in (base_env or {}).items() if is_secret_name(k) and v}
     return {"env": env, "argv": argv, "base_env": base}
 
@@ -96,7 +97,7 @@ def secret_list(secrets: dict[str, Any]) -> list[str]:
     """Every secret value of a ``_secrets`` payload (argv entries without their ``KEY=`` prefix)."""
     values = [v for per_step in (secrets.get("env") or {}).values() for v in per_step.values()]
     for per_step in (secrets.get("argv") or {}).values():
-        values += [v.split("=", 1)[1] if "=" in v else v for v in per_step.values()]
+        values += [pair[1] for pair in per_step.values()]
     values += list((secrets.get("base_env") or {}).values())
     return [v for v in values if v]
 

@@ -112,7 +112,7 @@ class Supervisor:
     def _argv(self, step: dict[str, Any]) -> list[str]:
         argv = list(step["argv"])
         for index, value in ((self.secrets.get("argv") or {}).get(step["name"]) or {}).items():
-            argv[int(index)] = value
+            argv[int(index)] = "".join(value) if isinstance(value, list) else str(value)
         return argv
 
     # ------------------------------------------------------------------ one step
