@@ -14,7 +14,7 @@ import fnmatch
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def _last_part(name: str) -> str:
     return name.rsplit(".", 1)[-1] if "." in name else name
 
 
-@cache
+@lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True for an env name, override key or flag naming a secret (``HF_TOKEN``, ``wandb.api_key``,
     ``--hf-token``); False for look-alikes on the allow-list (``data.reward_fn_key``, ``max_tokens``)."""
