@@ -24,7 +24,7 @@ HANDLERS: dict[str, str] = {
     "demo": "console.runs.cli:cmd_demo",
     "replay": "console.runs.cli:cmd_replay",
     "triage": "console.triage.cli:cmd_triage",
-    "report": "console.triage.cli:cmd_report",
+    "report": "console.report:cmd_report",
     "doctor": "console.doctor.cli:cmd_doctor",
     "compare": "console.compare.cli:cmd_compare",
     "tui": "console.tui.launch:cmd_tui",
@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run")
     sp.add_argument("--runs-dir", default=None)
     sp.add_argument("--format", choices=("md", "json"), default="md")
+    sp.add_argument("--recompute", action="store_true",
+                    help="recompute the verdict from the run folder instead of the one recorded at its end")
 
     sp = sub.add_parser("doctor", help="preflight checks only")
     add_spec_arguments(sp)
@@ -136,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a full disk, an unwritable or missing folder: one line, never a traceback
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"rl-console {command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

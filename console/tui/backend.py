@@ -76,7 +76,9 @@ def triage_files(paths: list[Path]) -> dict[str, Any]:
 
 
 def run_verdict(run_dir: Path) -> dict[str, Any]:
-    return _get("console.triage.verdict", "run_verdict")(run_dir)
+    """The verdict recorded at the run's end (the one ls/show/report give); computed while it runs."""
+    recorded = _get("console.report", "recorded_verdict")(run_dir)
+    return recorded if recorded is not None else _get("console.triage.verdict", "run_verdict")(run_dir)
 
 
 def render_report(run_dir: Path) -> str:
