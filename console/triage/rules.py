@@ -19,10 +19,11 @@ CLASS_IDS = (
     "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
     "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "checkpoint_failure",
     "metric_failure", "generation_failure", "teardown_crash", "hang", "unknown_error",
+    "cuda_error", "cancelled",
 )
 NOISE_CLASS = "shutdown_noise"
-VERDICTS = ("Fail", "Blocked", "Noise")
-MARKER_KINDS = ("progress", "total", "complete", "context", "evidence")
+VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
+MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal")
 
 
 class CatalogError(ConsoleError):
@@ -59,6 +60,30 @@ class Rule:
     context: str | None = None
     frameworks: tuple[str, ...] = ()
     tier: int | None = None
+    transient: bool = False  # retried/benign on its own: counts only when the run then fails
+    confidence: float = 0.9
+
+
+@dataclass(frozen=True)
+class ExceptionRule:
+    """The type (and optionally the message) of a root-cause exception names a class."""
+
+    id: str
+    cls: str
+    verdict: str
+    type_re: re.Pattern[str]
+    message_re: re.Pattern[str] | None = None
+    tier: int | None = None
+    confidence: float = 0.8
+
+
+@dataclass(frozen=True)
+class ImportPolicy:
+    """How a failed import is classified: the module, then the interpreter paths around it."""
+
+    bridge_modules: tuple[str, ...]
+    bridge_max_depth: int
+    venv_path_re: re.Pattern[str] | None
 
 
 @dataclass(frozen=True)
@@ -67,6 +92,7 @@ class FrameRule:
     cls: str
     verdict: str
     regex: re.Pattern[str]
+    upgrades: tuple[str, ...] = ()  # a finding of these classes inside such frames becomes this class
 
 
 @dataclass(frozen=True)
@@ -86,6 +112,8 @@ class Catalog:
     frame_rules: tuple[FrameRule, ...]
     markers: tuple[Marker, ...]
     frameworks: dict[str, tuple[str, ...]]
+    exceptions: tuple[ExceptionRule, ...] = ()
+    imports: ImportPolicy = ImportPolicy((), 2, None)
 
     def literals(self) -> list[str]:
         """Every literal the prefilter needs (rules and markers), deduplicated, in a stable order."""
@@ -173,6 +201,8 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             soft=bool(r.get("soft", False)), context=r.get("context"),
             frameworks=tuple(r.get("frameworks") or ()),
             tier=int(r["tier"]) if "tier" in r else None,
+            transient=bool(r.get("transient", False)),
+            confidence=float(r.get("confidence", 0.9)),
         ))
     frame_rules = []
     for i, r in enumerate(data.get("frame_rule") or []):
@@ -180,8 +210,11 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         cls = r.get("class")
         if cls not in classes:
             raise CatalogError(f"{where}: unknown class {cls!r}")
+        upgrades = tuple(r.get("upgrades") or ())
+        if any(u not in classes for u in upgrades):
+            raise CatalogError(f"{where}: unknown class in upgrades {upgrades}")
         frame_rules.append(FrameRule(id=r["id"], cls=cls, verdict=r.get("verdict", classes[cls].verdict),
-                                     regex=_compile(r.get("regex"), where)))
+                                     regex=_compile(r.get("regex"), where), upgrades=upgrades))
     markers = []
     for i, m in enumerate(data.get("marker") or []):
         where = f"marker[{i}] {m.get('id', '?')}"
@@ -195,8 +228,25 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         if r.context and r.context not in tags:
             raise CatalogError(f"rule {r.id}: context {r.context!r} has no context marker")
     frameworks = {k: tuple(v) for k, v in (data.get("frameworks") or {}).items()}
+    exceptions = []
+    for i, e in enumerate(data.get("exception") or []):
+        where = f"exception[{i}] {e.get('id', '?')}"
+        cls = e.get("class")
+        if cls not in classes:
+            raise CatalogError(f"{where}: unknown class {cls!r}")
+        exceptions.append(ExceptionRule(
+            id=str(e.get("id")), cls=cls, verdict=e.get("verdict", classes[cls].verdict),
+            type_re=_compile(e.get("type"), where),
+            message_re=_compile(e["message"], where) if "message" in e else None,
+            tier=int(e["tier"]) if "tier" in e else None, confidence=float(e.get("confidence", 0.8))))
+    imp = data.get("imports") or {}
+    imports = ImportPolicy(
+        bridge_modules=tuple(imp.get("bridge_modules") or ()),
+        bridge_max_depth=int(imp.get("bridge_max_depth", 2)),
+        venv_path_re=_compile(imp["venv_paths"], "imports.venv_paths") if imp.get("venv_paths") else None)
     return Catalog(classes=classes, rules=tuple(rules), frame_rules=tuple(frame_rules),
-                   markers=tuple(markers), frameworks=frameworks)
+                   markers=tuple(markers), frameworks=frameworks, exceptions=tuple(exceptions),
+                   imports=imports)
 
 
 def load_catalog(path: Path | None = None) -> Catalog:
