@@ -32,9 +32,10 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
-STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
+STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ".py:", *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
                       *METRIC_LITERALS)
-_FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?')
+_FRAME_RE = re.compile(r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
+                       r'|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)')  # python / pytest frames
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
@@ -113,6 +114,8 @@ class Finding:
     confidence: float = 0.9
     lines: list[int] = field(default_factory=list)
     transient: bool = False
+    min_count: int = 1
+    also: list[str] = field(default_factory=list)  # other classes the same evidence fits
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"class": self.cls, "verdict": self.verdict, "line": self.line,
@@ -155,7 +158,8 @@ class TriageEngine:
         self._chain_pending: set[str] = set()
         self._noise_pending: set[str] = set()
         self._metrics = MetricWatch()
-        self.context: dict[str, int] = {}
+        self.context: dict[str, int] = {}  # tag -> last line seen
+        self.context_first: dict[str, int] = {}  # tag -> first line seen
         self.evidence: dict[str, str] = {}
         self.fatal: list[tuple[int, str, str]] = []  # (line, marker id, text): the run died here
         self.root_exception: tuple[int, str] | None = None  # the first causal exception line seen
@@ -265,7 +269,22 @@ class TriageEngine:
         """The triage JSON of DESIGN.md. Can be called repeatedly while lines are still fed."""
         findings = [copy.copy(f) for f in self._order]
         findings.extend(self._pending_traceback_findings(findings))
+        self._context_upgrades(findings)
         return rootcause.decide(self, findings, exit_code)
+
+    def _context_upgrades(self, findings: list[Finding]) -> None:
+        """Context weighs a finding wherever it stands (a graph capture named after the fault too)."""
+        for m in self.cat.markers:
+            if not m.upgrades or m.cls is None or m.tag not in self.context:
+                continue
+            near = (self.context_first[m.tag], self.context[m.tag])
+            for f in findings:
+                if f.cls in m.upgrades and any(abs(f.line - c) <= CONTEXT_WINDOW for c in near):
+                    f.also = [*f.also, f.cls]
+                    f.cls, f.verdict = m.cls, self.cat.classes[m.cls].verdict
+                    f.rule = f"{f.rule}+context:{m.tag}"
+                    f.lines = sorted({*f.lines, *(c for c in near if abs(f.line - c) <= CONTEXT_WINDOW)})
+                    f.advice = f.remedy = None
 
     # ------------------------------------------------------------------ internals
 
@@ -325,6 +344,7 @@ class TriageEngine:
                 self._complete(lineno, m.id, body)
             elif m.kind == "context" and m.tag:
                 self.context[m.tag] = lineno
+                self.context_first.setdefault(m.tag, lineno)
             elif m.kind == "evidence" and m.tag:
                 self.evidence.setdefault(m.tag, groups.get("value") or body.strip())
             elif m.kind == "fatal" and len(self.fatal) < 20:
@@ -364,7 +384,7 @@ class TriageEngine:
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb
             tb.frames.append(body.strip())
-            tb.funcs.append(fm.group("func") or "")
+            tb.funcs.append(fm.group("func") or fm.group("pfunc") or "")
             while len(tb.sources) < len(tb.frames) - 1:
                 tb.sources.append("")
             return
@@ -433,7 +453,7 @@ class TriageEngine:
             if t is None:
                 continue
             if t.rsplit(".", 1)[-1] in ("ModuleNotFoundError", "ImportError"):
-                return self._import_decision(msg, text, lineno, frames or [], t)
+                return self._import_decision(msg, text, lineno, frames or [], t, in_worker=inner is not None)
             for er in self.cat.exceptions:
                 if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
                     return self._exc_rule_finding(er, lineno, text)
@@ -448,9 +468,11 @@ class TriageEngine:
         if "No module named" not in body and not body.lstrip().startswith(("ImportError", "ModuleNotFoundError")):
             return None  # e.g. "RayTaskError(ModuleNotFoundError)": decided when its traceback closes
         frames = (tb.frames if tb is not None else []) or []
-        return self._import_decision(body, body, lineno, frames, "ModuleNotFoundError")
+        in_worker = "raylet" in prefix or bool(tb is not None and tb.wrapper)
+        return self._import_decision(body, body, lineno, frames, "ModuleNotFoundError", in_worker)
 
-    def _import_decision(self, msg: str, text: str, lineno: int, frames: list[str], etype: str) -> Finding:
+    def _import_decision(self, msg: str, text: str, lineno: int, frames: list[str], etype: str,
+                         in_worker: bool = False) -> Finding:
         """The module named by a failed import decides: the Bridge/NeMo-RL/Megatron stack (bridge_import),
         a worker interpreter that is not the driver's (container_venv_mismatch), anything else
         (missing_dependency)."""
@@ -459,8 +481,16 @@ class TriageEngine:
         mod = m.group("mod").strip(".") if m else ""
         where = "\n".join([*frames, text])
         lines = [lineno]
+        in_worker = in_worker or "ray/workers/default_worker.py" in where
+        also: list[str] = []
+        is_bridge = bool(mod) and any(mod == b or mod.startswith(b + ".") for b in pol.bridge_modules)
         if mod and pol.venv_path_re is not None and pol.venv_path_re.search(where):
             cls, rid, conf = "container_venv_mismatch", "import_worker_venv", 0.7
+            also = ["bridge_import" if is_bridge else "missing_dependency"]
+        elif in_worker and not is_bridge:
+            # the driver got this far, a Ray worker cannot import: the worker's interpreter/env differs
+            cls, rid, conf = "container_venv_mismatch", "import_in_ray_worker", 0.6
+            also = ["missing_dependency"]
         elif mod and any(mod == b or mod.startswith(b + ".") for b in pol.bridge_modules):
             if mod.count(".") + 1 <= pol.bridge_max_depth:
                 cls, rid, conf = "bridge_import", "import_bridge_stack", 0.85
@@ -470,7 +500,7 @@ class TriageEngine:
             cls, rid, conf = "missing_dependency", "import_missing_module", 0.8 if mod else 0.6
         info = self.cat.classes[cls]
         return Finding(cls, info.verdict, lineno, evidence_text(text), rid, file=self.source, confidence=conf,
-                       lines=lines)
+                       lines=lines, also=also)
 
     def _signal_interrupted(self, tb: _Traceback) -> bool:
         """A frame of a signal handler entered from a blocking call (sleep, wait, join...)."""
@@ -572,5 +602,5 @@ class TriageEngine:
                     file=self.source, advice=rule.advice if rule else None,
                     remedy=rule.remedy if rule else None, tier=rule.tier if rule else None,
                     confidence=rule.confidence if rule else 0.9, lines=lines,
-                    transient=rule.transient if rule else False)
+                    transient=rule.transient if rule else False, min_count=rule.min_count if rule else 1)
         return self._add_finding(f, count)

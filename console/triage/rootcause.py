@@ -57,7 +57,7 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
                 f.verdict = engine.cat.classes["teardown_crash"].verdict
                 f.advice, f.remedy = None, None
     died = run_died(engine, exit_code)
-    decisive = [f for f in findings if f.verdict in DECISIVE]
+    decisive = [f for f in findings if f.verdict in DECISIVE and f.count >= f.min_count]
     candidates = [f for f in decisive if not f.transient and not (f.soft and completed)]
     if not candidates and died and not completed:
         # retried/benign lines (a 429 that was retried, NCCL WARN, a helpers build) explain a death
@@ -107,6 +107,9 @@ def _death_finding(engine: TriageEngine, exit_code: int | None, completed: bool,
 
 def _choose(engine: TriageEngine, candidates: list[Finding]) -> Finding:
     """A user cancel wins unless a cause was already there before it; else the earliest of the lowest tier."""
+    explained = {e for f in candidates for e in engine.cat.classes[f.cls].explains}
+    kept = [f for f in candidates if f.cls not in explained]
+    candidates = kept or candidates
     cancels = [f for f in candidates if f.verdict == "Cancelled"]
     if cancels:
         first = min(cancels, key=lambda f: f.line)
@@ -127,8 +130,14 @@ def _alternatives(engine: TriageEngine, primary: Finding, candidates: list[Findi
         if cur is None or (_tier(engine, f.cls, f), -f.confidence) < (_tier(engine, cur.cls, cur), -cur.confidence):
             best[f.cls] = f
     ranked = sorted(best.values(), key=lambda f: (_tier(engine, f.cls, f), -f.confidence, f.line))
-    return [{"class": f.cls, "verdict": f.verdict, "line": f.line, "confidence": round(f.confidence, 2),
-             "evidence": f.evidence} for f in ranked[:MAX_ALTERNATIVES]]
+    out = [{"class": f.cls, "verdict": f.verdict, "line": f.line, "confidence": round(f.confidence, 2),
+            "evidence": f.evidence} for f in ranked[:MAX_ALTERNATIVES]]
+    for cls in primary.also:  # the primary's own evidence also fits these classes
+        if cls != primary.cls and cls not in best and len(out) < MAX_ALTERNATIVES:
+            info = engine.cat.classes[cls]
+            out.append({"class": cls, "verdict": info.verdict, "line": primary.line,
+                        "confidence": round(primary.confidence * 0.6, 2), "evidence": primary.evidence})
+    return out
 
 
 def _earliest_of_lowest_tier(engine: TriageEngine, candidates: list[Finding]) -> Finding:

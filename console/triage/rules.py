@@ -39,6 +39,7 @@ class ClassInfo:
     advice: str
     remedy: dict[str, Any]
     by_framework: dict[str, dict[str, Any]] = field(default_factory=dict)
+    explains: tuple[str, ...] = ()  # classes this one explains when both are found (it wins)
 
     def advice_for(self, framework: str) -> str:
         return self.by_framework.get(framework, {}).get("advice", self.advice)
@@ -62,6 +63,7 @@ class Rule:
     tier: int | None = None
     transient: bool = False  # retried/benign on its own: counts only when the run then fails
     confidence: float = 0.9
+    min_count: int = 1  # counts as a failure only once seen this many times (a repeated wait)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ class Marker:
     regex: re.Pattern[str]
     tag: str | None = None
     complete_at_total: bool = False
+    upgrades: tuple[str, ...] = ()  # context: findings of these classes near it become `cls`
+    cls: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,8 +179,12 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             by_fw[fw] = entry
         classes[cid] = ClassInfo(id=cid, title=str(c.get("title", cid)), verdict=verdict,
                                  tier=int(c.get("tier", 0)), advice=str(c.get("advice", "")),
-                                 remedy=normalise_remedy(c.get("remedy"), where), by_framework=by_fw)
+                                 remedy=normalise_remedy(c.get("remedy"), where), by_framework=by_fw,
+                                 explains=tuple(c.get("explains") or ()))
     missing = [c for c in (*CLASS_IDS, NOISE_CLASS) if c not in classes]
+    for cid, info in classes.items():
+        if any(e not in classes for e in info.explains):
+            raise CatalogError(f"classes.{cid}: unknown class in explains {info.explains}")
     if missing:
         raise CatalogError(f"triage catalog lacks classes {missing}")
 
@@ -202,7 +210,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             frameworks=tuple(r.get("frameworks") or ()),
             tier=int(r["tier"]) if "tier" in r else None,
             transient=bool(r.get("transient", False)),
-            confidence=float(r.get("confidence", 0.9)),
+            confidence=float(r.get("confidence", 0.9)), min_count=int(r.get("min_count", 1)),
         ))
     frame_rules = []
     for i, r in enumerate(data.get("frame_rule") or []):
@@ -222,7 +230,11 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             raise CatalogError(f"{where}: kind must be one of {MARKER_KINDS}")
         markers.append(Marker(id=m["id"], kind=m["kind"], literals=_literals(m.get("literals"), where),
                               regex=_compile(m.get("regex"), where), tag=m.get("tag"),
-                              complete_at_total=bool(m.get("complete_at_total", False))))
+                              complete_at_total=bool(m.get("complete_at_total", False)),
+                              upgrades=tuple(m.get("upgrades") or ()), cls=m.get("class")))
+        if markers[-1].upgrades and (markers[-1].cls not in classes
+                                     or any(u not in classes for u in markers[-1].upgrades)):
+            raise CatalogError(f"{where}: upgrades needs a known class and known classes to upgrade")
     tags = {m.tag for m in markers if m.kind == "context"}
     for r in rules:
         if r.context and r.context not in tags:
