@@ -48,7 +48,7 @@ _EXC_RE = re.compile(
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Process prefixes that interleave several processes' output (Ray actors, torchrun ranks, compose...).
 _PREFIX_RE = re.compile("|".join(f"(?:{p})" for p in (
-    r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|raylet|gcs_server|autoscaler|monitor|dashboard\w*)\)\s?",
+    r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)\s?",
     r"\[(?:default|rank)\d+\]:\s?",
     r"\[\d+\] (?=\[)",
     r"[\w.-]+-\d+\s+\| ",
@@ -177,6 +177,11 @@ class TriageEngine:
         if framework in FRAMEWORKS:
             self.framework = framework
             self._detect = framework == "nemo-rl"  # a NeMo-RL-shaped log may still turn out to be the demo
+
+    @property
+    def open_traceback(self) -> bool:
+        """A traceback still open at the end of what was fed (an excerpt that ends inside a crash)."""
+        return any(not tb.noise for tb in self._tbs.values())
 
     @property
     def wants_more(self) -> bool:
@@ -549,7 +554,7 @@ class TriageEngine:
             if tb.noise or tb.classified:
                 continue
             f = self._classify_traceback(tb, prefix)
-            if f is None and not any(x.verdict in ("Fail", "Blocked") for x in existing + out):
+            if f is None and not any(x.verdict in ("Fail", "Blocked") and not x.transient for x in existing + out):
                 f = Finding("unknown_error", self.cat.classes["unknown_error"].verdict, tb.start,
                             tb.frames[-1] if tb.frames else TRACEBACK_START, "traceback:unterminated",
                             confidence=0.3, lines=[tb.start])

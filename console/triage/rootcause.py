@@ -38,7 +38,7 @@ def run_died(engine: TriageEngine, exit_code: int | None) -> bool:
     """Fatal-tier evidence: a non-zero exit, or (exit unknown) a fatal line or an uncaught exception."""
     if exit_code is not None:
         return exit_code != 0
-    return bool(engine.fatal) or engine.root_exception is not None
+    return bool(engine.fatal) or engine.root_exception is not None or engine.open_traceback
 
 
 def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None) -> dict[str, Any]:
@@ -59,10 +59,10 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     died = run_died(engine, exit_code)
     decisive = [f for f in findings if f.verdict in DECISIVE and f.count >= f.min_count]
     candidates = [f for f in decisive if not f.transient and not (f.soft and completed)]
-    if not candidates and died and not completed:
+    if died and not completed and all(f.cls == "unknown_error" for f in candidates):
         # retried/benign lines (a 429 that was retried, NCCL WARN, a helpers build) explain a death
-        # only when nothing else does
-        candidates = [f for f in decisive if f.transient]
+        # only when nothing else does (an unrecognised traceback explains nothing)
+        candidates = [f for f in decisive if f.transient] or candidates
     if not candidates and died and (exit_code not in (None, 0) or not completed):
         f = _death_finding(engine, exit_code, completed, Finding)
         findings.append(f)
