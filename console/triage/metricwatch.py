@@ -41,7 +41,8 @@ def _kind(key: str) -> str | None:
     k = key.lower()
     if "grad" in k and "norm" in k:
         return "grad_norm"
-    if "reward" in k and not any(x in k for x in ("std", "min", "max", "model", "fn", "manager")):
+    if ("reward" in k or k.endswith("score/mean")) and not any(x in k for x in ("std", "min", "max", "model", "fn",
+                                                                                 "manager")):
         return "reward"
     return None
 

@@ -72,6 +72,9 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
         verdict = primary.verdict
     elif completed:
         verdict = "Pass"
+        for f in findings:  # retried/benign lines in a run that completed are residual noise
+            if f.transient:
+                f.verdict = "Noise"
     else:
         verdict = "Incomplete"
     findings.sort(key=lambda f: (f.file or "", f.line))
