@@ -166,6 +166,7 @@ class TriageEngine:
         self.step: int | None = None
         self.total: int | None = None
         self.completed_line: int | None = None
+        self.exiting_line: int | None = None  # the process started to exit (shutdown-only warnings)
         self.complete_reason: str | None = None
         self.last_line = 0
         self.source: str | None = None
@@ -352,6 +353,8 @@ class TriageEngine:
                 self.context_first.setdefault(m.tag, lineno)
             elif m.kind == "evidence" and m.tag:
                 self.evidence.setdefault(m.tag, groups.get("value") or body.strip())
+            elif m.kind == "exiting" and self.exiting_line is None:
+                self.exiting_line = lineno
             elif m.kind == "fatal" and len(self.fatal) < 20:
                 self.fatal.append((lineno, m.id, evidence_text(body)))
 
@@ -532,7 +535,7 @@ class TriageEngine:
         if self._signal_interrupted(tb):
             return Finding("cancelled", "Cancelled", line, evidence, "frames_signal_handler", file=self.source,
                            confidence=0.6, lines=lines)
-        frames = "\n".join(tb.frames)
+        frames = "\n".join([tb.exc_text or "", *tb.frames] if tb.wrapper else tb.frames)
         for fr in self.cat.frame_rules:
             if fr.regex.search(frames):
                 return Finding(fr.cls, fr.verdict, line, evidence, fr.id, file=self.source, confidence=0.6,

@@ -45,9 +45,13 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     from console.triage.engine import Finding
 
     completed = engine.completed_line is not None
-    done_at = engine.completed_line or 0
+    died = run_died(engine, exit_code)
+    # a death after the process started to exit is a teardown crash too (not a Pass: it did not complete)
+    exiting = engine.exiting_line is not None and died and exit_code != 0
+    ended = completed or exiting
+    done_at = engine.completed_line or engine.exiting_line or 0
     for f in findings:
-        if completed and f.verdict in FAILING and f.line > done_at and _tier(engine, f.cls, f) >= 1 \
+        if ended and f.verdict in FAILING and f.line > done_at and _tier(engine, f.cls, f) >= 1 \
                 and f.cls not in ("hang", "teardown_crash"):
             if exit_code == 0:
                 f.verdict = "Noise"
@@ -56,7 +60,6 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
                 f.cls = "teardown_crash"
                 f.verdict = engine.cat.classes["teardown_crash"].verdict
                 f.advice, f.remedy = None, None
-    died = run_died(engine, exit_code)
     decisive = [f for f in findings if f.verdict in DECISIVE and f.count >= f.min_count]
     candidates = [f for f in decisive if not f.transient and not (f.soft and completed)]
     if died and not completed and all(f.cls == "unknown_error" for f in candidates):
@@ -64,7 +67,7 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
         # only when nothing else does (an unrecognised traceback explains nothing)
         candidates = [f for f in decisive if f.transient] or candidates
     if not candidates and died and (exit_code not in (None, 0) or not completed):
-        f = _death_finding(engine, exit_code, completed, Finding)
+        f = _death_finding(engine, exit_code, ended, Finding)
         findings.append(f)
         candidates = [f]
     primary = _choose(engine, candidates) if candidates else None

@@ -23,7 +23,7 @@ CLASS_IDS = (
 )
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
-MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal")
+MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal", "exiting")
 
 
 class CatalogError(ConsoleError):
