@@ -32,7 +32,8 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
-STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ".py:", *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
+STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ".py:", "ERROR", "FATAL", "CRITICAL", "Check failed",
+                      *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
                       *METRIC_LITERALS)
 _FRAME_RE = re.compile(r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
                        r'|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)')  # python / pytest frames
@@ -57,6 +58,9 @@ _PREFIX_RE = re.compile("|".join(f"(?:{p})" for p in (
     r"\[(?:[a-z0-9_-]+ )?\d+step\] ",
 )))
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
+# An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
+ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
+_ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 
 
@@ -237,6 +241,12 @@ class TriageEngine:
                     new.append(added)
                 if tb is not None:
                     tb.classified = True
+        if not handled and tb is None and _ERROR_LEVEL_RE.search(text) and not (rule and rule.verdict == "Noise"):
+            f = self._component_finding(body, lineno)
+            if f is not None:
+                added = self._add_finding(f, count)
+                if added is not None:
+                    new.append(added)
         if any(lit in body for lit in METRIC_LITERALS):
             for a in self._metrics.feed(lineno, body):
                 info = self.cat.classes["metric_failure"]
@@ -430,6 +440,7 @@ class TriageEngine:
         if handled:
             return
         f = self._exception_finding(etype, exc.group("inner"), exc.group("msg") or "", lineno, body)
+        f = f or self._component_finding(body, lineno)
         if f is not None:
             f.confidence = min(f.confidence, 0.7)
             added = self._add_finding(f, 1)
@@ -465,6 +476,13 @@ class TriageEngine:
             for er in self.cat.exceptions:
                 if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
                     return self._exc_rule_finding(er, lineno, text)
+        return None
+
+    def _component_finding(self, text: str, lineno: int) -> Finding | None:
+        for c in self.cat.components:
+            if c.regex.search(text):
+                return Finding(c.cls, c.verdict, lineno, evidence_text(text), f"component:{c.id}", file=self.source,
+                               tier=2, confidence=0.45, lines=[lineno], also=["unknown_error"])
         return None
 
     def _exc_rule_finding(self, er: ExceptionRule, lineno: int, text: str) -> Finding:
@@ -546,6 +564,10 @@ class TriageEngine:
                 return None
         if tb.exc_text is None:
             return None  # unterminated: decided at result() time
+        comp = self._component_finding(tb.exc_text, line)
+        if comp is not None:
+            comp.lines = lines
+            return comp
         etype = tb.exc_text.split(":", 1)[0].strip()
         return Finding("unknown_error", self.cat.classes["unknown_error"].verdict, line, evidence,
                        f"traceback:{etype}", file=self.source, confidence=0.4, lines=lines)

@@ -114,6 +114,8 @@ def _death_finding(engine: TriageEngine, exit_code: int | None, completed: bool,
 def _choose(engine: TriageEngine, candidates: list[Finding]) -> Finding:
     """A user cancel wins unless a cause was already there before it; else the earliest of the lowest tier."""
     explained = {e for f in candidates for e in engine.cat.classes[f.cls].explains}
+    if any(f.cls != "unknown_error" for f in candidates):
+        explained.add("unknown_error")  # an unrecognised error never beats a named one
     kept = [f for f in candidates if f.cls not in explained]
     candidates = kept or candidates
     cancels = [f for f in candidates if f.verdict == "Cancelled"]
