@@ -110,6 +110,7 @@ def test_no_rule_fits_a_single_case(tmp_path: Path) -> None:
     cat = default_catalog()
     hits = rule_documents(tmp_path)
     ids = [r.id for r in cat.rules] + [r.id for r in cat.frame_rules] + [e.id for e in cat.exceptions]
+    ids += [f"component:{c.id}" for c in cat.components]
     single = {rid: sorted(hits[rid]) for rid in ids
               if len(hits.get(rid, ())) == 1 and not next(iter(hits[rid])).startswith("fixture:")}
     assert not single, f"rules that fire in only one corpus case: {single}"

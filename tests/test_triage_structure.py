@@ -237,3 +237,21 @@ def test_live_feed_equals_file_scan_on_real_excerpts() -> None:
         for i, line in enumerate(path.read_text().split("\n"), 1):
             eng.feed(i, line)
         assert eng.result()["primary"] == triage_files([path])["primary"], name
+
+
+# --- last resort: the component an error line names --------------------------------------------
+
+def test_error_line_names_its_component_before_unknown_error(tmp_path: Path) -> None:
+    # synthetic lines (no rule literal in them): an error-level line, then an unnamed exception
+    p = tmp_path / "c.log"
+    p.write_text("2026-08-01 10:00:00,000 ERROR trainer.py:88 -- all_reduce on rank 3 aborted after 600 s\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/x/train.py", line 3, in <module>\n'
+                 "ValueError: bad shape\n")
+    res = triage_files([p])
+    assert res["primary"]["class"] == "nccl" and res["primary"]["rule"] == "component:comp_collective"
+    assert res["primary"]["confidence"] < 0.5
+    assert "unknown_error" in {a["class"] for a in res["alternatives"]}
+    q = tmp_path / "d.log"
+    q.write_text("ValueError: bad shape\n")  # no component, no rule: unknown_error
+    assert triage_files([q])["primary"]["class"] == "unknown_error"

@@ -124,6 +124,8 @@ def table(scores: Iterable[Score], verbose: bool = False) -> str:
                     f"{len(s.misses):>6}")
         for r in s.misses if not verbose else s.results:
             mark = "ok  " if r.verdict_ok and r.class_ok else "MISS"
+            # held-out excerpts must not guide rules: their evidence is not printed
+            shown = r.evidence if r.evidence and r.split != "heldout" else ""
             misses.append(f"{mark} [{s.name}] {r.id}: want {'|'.join(r.want_class)}/{'|'.join(r.want_verdict)} "
-                          f"got {r.got_class}/{r.got_verdict}" + (f"  <{r.evidence}>" if r.evidence else ""))
+                          f"got {r.got_class}/{r.got_verdict}" + (f"  <{shown}>" if shown else ""))
     return "\n".join(rows + ([""] + misses if misses else []))
