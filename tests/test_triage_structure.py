@@ -255,3 +255,22 @@ def test_error_line_names_its_component_before_unknown_error(tmp_path: Path) -> 
     q = tmp_path / "d.log"
     q.write_text("ValueError: bad shape\n")  # no component, no rule: unknown_error
     assert triage_files([q])["primary"]["class"] == "unknown_error"
+
+
+def test_console_cancel_of_a_step_is_cancelled_in_the_run_verdict(tmp_path: Path) -> None:
+    from console.triage.verdict import run_verdict
+
+    (tmp_path / "logs").mkdir()
+    # the log of a step the console cancelled: the SIGTERM'd process printed an unrecognised traceback
+    (tmp_path / "logs" / "01-train.log").write_text(
+        "Traceback (most recent call last):\n  File \"/x/train.py\", line 3, in <module>\n"
+        "RuntimeError: DataLoader worker (pid 4242) exited unexpectedly\n")
+    (tmp_path / "spec.json").write_text(json.dumps({"framework": "demo"}))
+    (tmp_path / "plan.json").write_text(json.dumps({"steps": [{"name": "train", "kind": "train",
+                                                               "deliverable": "framework_run"}]}))
+    (tmp_path / "state.json").write_text(json.dumps({"status": "cancelled", "steps": [
+        {"name": "train", "status": "cancelled", "exit_code": -15, "log": "logs/01-train.log"}]}))
+    res = run_verdict(tmp_path)
+    assert res["verdict"] == "Cancelled"
+    assert res["steps"]["train"]["verdict"] == "Cancelled"
+    assert res["steps"]["train"]["primary"]["class"] == "cancelled"

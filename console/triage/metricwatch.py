@@ -72,7 +72,8 @@ class MetricWatch:
             a = self._check_grad() if kind == "grad_norm" else self._check_reward()
             if a is not None and a.kind not in self.found:
                 self.found.add(a.kind)
-                a.evidence = f"{a.evidence}: {body.strip()[:200]}"
+                where = f" at step {a.step}" if a.step is not None else ""
+                a.evidence = f"{a.evidence}{where}: {body.strip()[:200]}"
                 out.append(a)
         return out
 
