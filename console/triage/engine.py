@@ -32,7 +32,7 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
-STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ".py:", "ERROR", "FATAL", "CRITICAL", "Check failed",
+STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ": in ", "ERROR", "FATAL", "CRITICAL", "Check failed",
                       *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
                       *METRIC_LITERALS)
 _FRAME_RE = re.compile(r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
