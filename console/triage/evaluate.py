@@ -99,7 +99,7 @@ def score_case(case: dict[str, Any], workdir: Path) -> CaseResult:
     else:
         v_ok = got_v in want_v
         c_ok = got_c in want_c
-        false_pass = got_v == "Pass"
+        false_pass = got_v == "Pass" and "Pass" not in want_v
     return CaseResult(id=str(case.get("id")), split=str(case.get("split") or "all"), want_class=want_c,
                       want_verdict=want_v, got_class=got_c, got_verdict=got_v, verdict_ok=v_ok,
                       class_ok=c_ok, false_pass=false_pass, evidence=str(primary.get("evidence") or "")[:120])
