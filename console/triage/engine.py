@@ -61,6 +61,7 @@ _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 # An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
 ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
 _ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
+_METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 
 
@@ -200,9 +201,11 @@ class TriageEngine:
         if self._detect and lineno > DETECT_LINES:
             self._detect = False
         present = self._present(text)
-        if not self.wants_more and not present:
+        if not self.wants_more and (not present or present <= _METRIC_SET):
             if self._detect:
                 self._detect_framework(text)
+            if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
+                return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
         count = 1
         if "[repeated" in text:
@@ -248,13 +251,7 @@ class TriageEngine:
                 if added is not None:
                     new.append(added)
         if any(lit in body for lit in METRIC_LITERALS):
-            for a in self._metrics.feed(lineno, body):
-                info = self.cat.classes["metric_failure"]
-                f = Finding("metric_failure", info.verdict, a.line, evidence_text(a.evidence), f"metrics:{a.kind}",
-                            file=self.source, confidence=0.75, lines=a.lines)
-                added = self._add_finding(f, 1)
-                if added is not None:
-                    new.append(added)
+            new += self._metric_findings(lineno, body)
         exc = _EXC_RE.match(body) if body[:1] not in (" ", "\t") else None
         if tb is not None:
             if exc is not None:
@@ -265,6 +262,17 @@ class TriageEngine:
         elif exc is not None and prefix not in self._noise_pending:
             self._bare_exception(exc, lineno, body, rule, handled, new)
         return [f.to_dict() for f in new]
+
+    def _metric_findings(self, lineno: int, body: str) -> list[Finding]:
+        new: list[Finding] = []
+        for a in self._metrics.feed(lineno, body):
+            info = self.cat.classes["metric_failure"]
+            f = Finding("metric_failure", info.verdict, a.line, evidence_text(a.evidence), f"metrics:{a.kind}",
+                        file=self.source, confidence=0.75, lines=a.lines)
+            added = self._add_finding(f, 1)
+            if added is not None:
+                new.append(added)
+        return new
 
     def note_hang(self, idle_s: float, lineno: int | None = None) -> dict[str, Any]:
         """The monitor saw no progress for ``idle_s`` seconds: record a ``hang`` finding."""
