@@ -19,7 +19,7 @@ CLASS_IDS = (
     "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
     "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "checkpoint_failure",
     "metric_failure", "generation_failure", "teardown_crash", "hang", "unknown_error",
-    "cuda_error", "cancelled",
+    "catalog_drift", "cuda_error", "cancelled",
 )
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
