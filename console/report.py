@@ -153,6 +153,10 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     preflight = _preflight_line(read_json(run_dir / "doctor.json", {}) or {})
     if preflight:
         evidence["preflight"] = preflight
+    override = (spec.get("extra") or {}).get("preflight_override")
+    if override:
+        evidence["started_anyway"] = ("started anyway by the user although the preflight blocked it ("
+                                      + (", ".join(override.get("checks") or []) or "blocking checks") + ")")
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
@@ -193,6 +197,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
         lines.append(f"- Rerun: {ev['rerun_of']}")
     if ev.get("preflight"):
         lines.append(f"- Preflight (rl-console doctor): {ev['preflight']}")
+    if ev.get("started_anyway"):
+        lines.append(f"- Start anyway: {ev['started_anyway']}")
     cmds = ev.get("commands") or []
     if len(cmds) <= 1:
         lines.append(f"- Command: {cmds[0] if cmds else 'none'}")

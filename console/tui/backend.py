@@ -40,6 +40,11 @@ def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
     return _get("console.plan", "validate_overrides")(overrides, repo=repo)
 
 
+def catalog_variants(framework: str) -> list[Any]:
+    """The framework's variants (name, levels, title, mode, proves, args, needs_model) from the catalog."""
+    return list(_get("console.catalog", "load_framework")(framework).variants)
+
+
 def touched_areas() -> list[tuple[str, str]]:
     """(id, label) answers of "what did your change touch?"."""
     return list(_get("console.plan", "touched_areas")())

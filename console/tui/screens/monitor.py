@@ -16,7 +16,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import (
     DataTable,
-    Footer,
     Header,
     Input,
     Label,
@@ -33,6 +32,7 @@ from console.tui.logfollow import LogFollower
 from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone
 from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.widgets.footer import ConsoleFooter
 from console.tui.widgets.logview import KEEP_LINES, LogView
 
 LOG_POLL_S = 0.08
@@ -135,7 +135,7 @@ class MonitorScreen(Screen[None]):
                 yield Static("", markup=False, id="finding-detail")
             with TabPane("6 Verdict", id="verdict"), VerticalScroll():
                 yield Static("", markup=False, id="verdict-panel", classes="panel-text")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.sub_title = self.run_dir.name

@@ -10,13 +10,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Header, OptionList, Static
 from textual.widgets.option_list import Option
 
 from console.monitor.text import clean_line
 from console.tui import backend
 from console.tui.messages import TaskDone
 from console.tui.screens.badges import verdict_badge
+from console.tui.widgets.footer import ConsoleFooter
 from console.tui.widgets.logview import LogView
 
 MAX_VIEW_BYTES = 32 * 1024 * 1024
@@ -69,7 +70,7 @@ class TriageScreen(Screen[None]):
                 yield OptionList(id="triage-list")
                 yield Static("", markup=False, id="triage-advice", classes="hint")
             yield LogView(id="triage-log", max_lines=200_000)
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.sub_title = ", ".join(p.name for p in self.paths)
