@@ -80,6 +80,14 @@ def triage_files(paths: list[Path]) -> dict[str, Any]:
     return _get("console.triage.scan", "triage_files")(paths)
 
 
+def failure_class(cls: str, framework: str) -> dict[str, Any]:
+    """A triage class's title, advice and remedy (for the framework) from the triage catalog."""
+    info = _get("console.triage.rules", "default_catalog")().classes.get(cls)
+    if info is None:
+        return {}
+    return {"title": info.title, "advice": info.advice_for(framework), "remedy": info.remedy_for(framework)}
+
+
 def run_verdict(run_dir: Path) -> dict[str, Any]:
     return _get("console.triage.verdict", "run_verdict")(run_dir)
 

@@ -32,6 +32,7 @@ from console.tui.logfollow import LogFollower
 from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone
 from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.screens.findingtext import finding_text
 from console.tui.widgets.footer import ConsoleFooter
 from console.tui.widgets.logview import KEEP_LINES, LogView
 
@@ -368,22 +369,23 @@ class MonitorScreen(Screen[None]):
         for i, f in enumerate(rows):
             table.add_row(verdict_badge(f.get("verdict")), f.get("class", "?"), str(f.get("line", "")),
                           str(f.get("evidence", ""))[:200], key=str(i))
+        self._show_finding_detail(table.cursor_row if rows else None)
+
+    def _show_finding_detail(self, index: int | None) -> None:
         detail = self.query_one("#finding-detail", Static)
-        if primary:
-            remedy = primary.get("remedy") or {}
-            fix = ", ".join([*(f"{k}={v}" for k, v in (remedy.get("env") or {}).items()),
-                             *(remedy.get("overrides") or []), *(f"unset {u}" for u in remedy.get("unset") or [])])
-            text = Text()
-            text.append(f"Primary: {primary.get('class')} ({primary.get('verdict')}) ", style="bold")
-            text.append(f"line {primary.get('line')}\n")
-            text.append(str(primary.get("advice") or ""))
-            if fix:
-                text.append(f"\nFix: {fix}   press f to rerun with it", style="bold")
-            detail.update(text)
+        rows = self._finding_rows
+        triage = (self.snapshot.triage if self.snapshot else None) or {}
+        primary = triage.get("primary")
+        if index is not None and 0 <= index < len(rows):
+            detail.update(finding_text(rows[index], primary, triage.get("framework"), fix_key=True))
         elif rows:
             detail.update("No failure so far; findings above are informational.")
         else:
             detail.update("No findings.")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "findings-table":
+            self._show_finding_detail(event.cursor_row)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """enter on a finding: show its step's log, highlighting the evidence."""
@@ -400,16 +402,24 @@ class MonitorScreen(Screen[None]):
             self.log_index = None if target == self.snapshot.current_index else target
             with self._lock:
                 self._want_log = self.snapshot.log_path(target)
+        path = self.snapshot.log_path(names.index(finding["step"])) if finding.get("step") in names \
+            else self.snapshot.log_path()
         self.action_tab("log")
         view = self.query_one("#logview", LogView)
         evidence = str(finding.get("evidence") or "").strip()[:60]
-        self.set_timer(0.3, lambda: self._search_evidence(view, evidence))
+        self.set_timer(0.3, lambda: self._search_evidence(view, evidence, path, int(finding.get("line") or 0)))
 
-    def _search_evidence(self, view: LogView, evidence: str) -> None:
-        if evidence and view.set_search(evidence) is None:
-            self.notify("evidence line not in the loaded part of the log", timeout=2)
-        view.focus()
-        self._render_log_bar()
+    def _search_evidence(self, view: LogView, evidence: str, path: Path | None, line: int) -> None:
+        if evidence and view.set_search(evidence) is not None:
+            view.focus()
+            self._render_log_bar()
+            return
+        if path is not None and path.is_file() and line > 0:  # not in the live view's part: the whole file
+            from console.tui.screens.triage import TriageScreen
+
+            self.app.push_screen(TriageScreen([path], line=line))
+            return
+        self.notify("that line is not in this log any more", timeout=2)
 
     def _render_system(self) -> None:
         gpu = (self.snapshot.gpu if self.snapshot and self.snapshot.gpu else self._gpu)
