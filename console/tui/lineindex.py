@@ -148,8 +148,7 @@ class LineIndex:
         if starts:
             self._last_start = starts[-1]
 
-    def _add_chunk(self, base: int, chunk: bytes) -> None:
-        nls = _newlines(chunk)
+    def _add_newlines(self, base: int, nls: list[int]) -> None:
         if not nls:
             return
         if _np is not None and len(nls) > 4 * STRIDE:
@@ -171,27 +170,31 @@ class LineIndex:
         self._lines = int(numbers[-1])
         self._last_start = int(starts[-1])
 
-    def scan(self, budget: int = CHUNK) -> bool:
-        """Index up to ``budget`` more bytes of the first scan; False once it reached the end."""
+    def scan(self, budget: int | None = None) -> bool:
+        """Index more of the first scan (1 MB first, growing to ``CHUNK``); False once at the end.
+
+        The read and the newline search run outside the lock, so the UI reads lines meanwhile.
+        """
         with self._lock:
-            if self._scan_done:
+            if self._scan_done or not self._open():
                 return False
-            if not self._open():
-                return False
-            end = self._size_at_open
-            pos = self._scan_raw
+            fd, end, pos, gen = self._fd, self._size_at_open, self._scan_raw, self.generation
             if pos >= end:
                 self._finish_scan()
                 return False
-            want = min(budget, end - pos)
-            try:
-                chunk = os.pread(self._fd, want, pos)  # type: ignore[arg-type]
-            except OSError:
-                chunk = b""
+            want = min(budget or min(CHUNK, max(1 << 20, pos)), end - pos)
+        try:
+            chunk = os.pread(fd, want, pos)  # type: ignore[arg-type]
+        except OSError:
+            chunk = b""
+        nls = _newlines(chunk) if chunk else []
+        with self._lock:
+            if gen != self.generation or self._fd != fd or self._scan_raw != pos:
+                return True  # restarted meanwhile: the next call scans the new file
             if not chunk:
                 self._finish_scan()
                 return False
-            self._add_chunk(pos, chunk)
+            self._add_newlines(pos, nls)
             self._scan_raw = pos + len(chunk)
             self._scanned = self._last_start
             if self._scan_raw >= end:

@@ -8,11 +8,11 @@ to any line, waiting for the index to reach it when needed; the target line is h
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
@@ -103,6 +103,7 @@ class VirtualLogView(ScrollView, can_focus=True):
             if not index.scan_done:
                 index.scan()
                 self.post_message(IndexGrew(self))
+                time.sleep(0.001)  # let the UI thread take the GIL between chunks
                 continue
             if index.follow_poll():
                 self.post_message(IndexGrew(self))
@@ -125,7 +126,8 @@ class VirtualLogView(ScrollView, can_focus=True):
             line, self._pending_goto = self._pending_goto, None
             self.goto(line)
         elif self.follow and at_end:
-            self.scroll_end(animate=False, immediate=True)
+            self.scroll_to(y=max(0, count - self.scrollable_content_region.height), animate=False,
+                           immediate=True, force=True)
         self.refresh()
 
     @property
@@ -157,7 +159,7 @@ class VirtualLogView(ScrollView, can_focus=True):
         self._pending_goto = None
         self.virtual_size = Size(max(self._width, self.size.width), self.index.line_count)
         y = max(0, line - 1 - self.scrollable_content_region.height // 2)
-        self.scroll_to(y=y, animate=False, immediate=True)
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
         self.refresh()
         return True
 
@@ -185,13 +187,13 @@ class VirtualLogView(ScrollView, can_focus=True):
         if number == self.target:
             base = base + self.get_component_rich_style("virtuallog--target")
         gutter = Segment(f"{number:>{gutter_w - 1}} ", base + self.get_component_rich_style("virtuallog--gutter"))
-        segments = [seg if seg.style else Segment(seg.text, base) for seg in body.render(self.app.console)]
-        segments = [Segment(s.text, base + s.style if s.style else base) for s in segments]
+        segments = [Segment(seg.text, base + seg.style if seg.style else base)
+                    for seg in body.render(self.app.console)]
         line_w = gutter_w + body.cell_len
         if line_w > self._width:
             self._width = line_w
             self.call_later(self._grow_width)
-        strip = Strip([Segment(" " * 0, Style()), *segments]).crop(scroll_x, scroll_x + width - gutter_w)
+        strip = Strip(segments).crop(scroll_x, scroll_x + width - gutter_w)
         strip = Strip([gutter, *strip]).adjust_cell_length(width, base)
         return strip
 
