@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -26,6 +27,7 @@ from textual.widgets import (
     TabPane,
 )
 from textual.worker import get_current_worker
+from textual_plotext import PlotextPlot
 
 from console.tui import backend
 from console.tui.logfollow import LogFollower
@@ -41,6 +43,7 @@ STATE_POLL_S = 0.5
 HOST_POLL_S = 2.0
 KEY_METRICS = ("loss", "reward", "token_mult_prob_error", "gen_kl_error", "grad_norm", "lr")
 MAX_METRIC_ROWS = 12
+PLOT_MIN_SIZE = (120, 36)  # columns, rows of the screen: below this, sparklines only
 TABS = ("log", "steps", "metrics", "system", "findings", "verdict")
 
 
@@ -101,6 +104,7 @@ class MonitorScreen(Screen[None]):
         self._input_mode = ""  # "search" | "filter"
         self._metric_names: list[str] = []
         self._metric_gen = 0
+        self._plot_sig: tuple[Any, ...] = ()
         self._host: dict[str, Any] = {}
         self._gpu: list[dict[str, Any]] = []
         self._gpu_reason = ""
@@ -115,6 +119,7 @@ class MonitorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", markup=False, id="run-header")
+        yield Static("", markup=False, id="verdict-banner")
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=None, show_eta=False, show_percentage=True, id="step-progress")
             yield Static("", markup=False, id="progress-label")
@@ -126,6 +131,7 @@ class MonitorScreen(Screen[None]):
             with TabPane("2 Steps", id="steps"):
                 yield DataTable(id="steps-table", cursor_type="row")
             with TabPane("3 Metrics", id="metrics"):
+                yield PlotextPlot(id="metric-plot")
                 yield VerticalScroll(Static("no metrics yet", id="metrics-empty", classes="hint"),
                                      id="metrics-box")
             with TabPane("4 System", id="system"), VerticalScroll():
@@ -288,6 +294,7 @@ class MonitorScreen(Screen[None]):
         if snap.hang_idle_s:
             head.append(f"  no progress for {int(snap.hang_idle_s)}s", style="bold yellow")
         self.query_one("#run-header", Static).update(head)
+        self._render_banner(snap)
         cur = snap.current_step_name()
         prog = snap.progress.get(cur or "", None) or snap.progress.get("?")
         bar = self.query_one("#step-progress", ProgressBar)
@@ -310,6 +317,26 @@ class MonitorScreen(Screen[None]):
         if snap.complete:
             label.append("training complete")
         self.query_one("#progress-label", Static).update("  ".join(label))
+
+    def _render_banner(self, snap: RunSnapshot) -> None:
+        """Once the run is over: its verdict and what to do next, in one line that fits 80 columns."""
+        banner = self.query_one("#verdict-banner", Static)
+        over = snap.status not in LIVE_STATUSES
+        banner.display = over
+        if not over:
+            return
+        verdict = snap.verdict or snap.status
+        text = Text("Run over: ", style="bold")
+        text.append_text(verdict_badge(snap.verdict, snap.status))
+        text.append("  next: ", style="bold")
+        text.append("r report")
+        if _has_fix((snap.triage or {}).get("primary")):
+            text.append(" · f rerun with fix")
+        elif verdict in ("Fail", "Blocked", "failed", "blocked"):
+            text.append(" · 5 findings")
+        text.append(" · q quit")
+        banner.set_class(verdict in ("Fail", "failed", "Blocked", "blocked"), "bad")
+        banner.update(text)
 
     def _render_steps(self, snap: RunSnapshot) -> None:
         table = self.query_one("#steps-table", DataTable)
@@ -348,11 +375,41 @@ class MonitorScreen(Screen[None]):
             if not series:
                 continue
             step, value = series[-1]
+            finite = [v for _, v in series[-120:] if math.isfinite(v)]
+            bad = next((s for s, v in series if not math.isfinite(v)), None)
+            label = Text(name if len(name) <= 32 else "…" + name[-31:])
+            label.append(f"\n{value:.4g} @ {step}")
+            if bad is not None:
+                label.append(f"  NaN/Inf from step {bad}", style="bold red")
             try:
-                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(f"{name if len(name) <= 32 else '…' + name[-31:]}\n{value:.4g} @ {step}")
-                self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = [v for _, v in series[-120:]]
+                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(label)
+                self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = finite
             except Exception:  # noqa: BLE001 - rows are being (re)mounted; next update fills them
                 pass
+        self._render_plot(snap, names)
+
+    def _render_plot(self, snap: RunSnapshot, names: list[str]) -> None:
+        """Curves of the two key metrics when the screen is big enough; sparklines only at 80x24."""
+        plot = self.query_one("#metric-plot", PlotextPlot)
+        big = self.size.width >= PLOT_MIN_SIZE[0] and self.size.height >= PLOT_MIN_SIZE[1]
+        plot.display = big and bool(names)
+        if not plot.display:
+            return
+        shown = names[:2]
+        sig = (tuple(shown), tuple(len(snap.metrics[n]) for n in shown))
+        if sig == self._plot_sig:
+            return
+        self._plot_sig = sig
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        for name in shown:
+            points = [(s, v) for s, v in snap.metrics[name] if math.isfinite(v)]
+            if points:
+                plt.plot([s for s, _ in points], [v for _, v in points], label=name.rsplit("/", 1)[-1])
+        plt.title("key metrics by step")
+        plt.xlabel("step")
+        plot.refresh()
 
     def _render_findings(self, snap: RunSnapshot) -> None:
         primary = (snap.triage or {}).get("primary")
