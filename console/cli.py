@@ -33,6 +33,14 @@ HANDLERS: dict[str, str] = {
 NEEDS_TERMINAL = ("demo", "tui")  # with stdout not a terminal these fall back to headless output
 
 
+def sample_log(name: str) -> str:
+    """A shipped sample log by its bare name (``nemo-rl-grpo-megatron.log``) when no such file is here."""
+    from pathlib import Path
+
+    sample = Path(__file__).parent / "demo" / "samples" / name
+    return str(sample) if not Path(name).exists() and "/" not in name and sample.is_file() else name
+
+
 def catalog_epilog() -> str:
     """Levels and variants of every framework, from the catalog (for ``plan``/``run --help``)."""
     try:
@@ -152,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         args.runs_dir = None
         args.open_run = None
         args.log = None
+    if command == "replay":
+        args.log = sample_log(args.log)
     if command in NEEDS_TERMINAL and not sys.stdout.isatty():
         if command == "demo":
             args.headless = True  # progress lines and the verdict, no escape codes into a pipe
