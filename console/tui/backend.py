@@ -40,9 +40,10 @@ def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
     return _get("console.plan", "validate_overrides")(overrides, repo=repo)
 
 
-def catalog_variants(framework: str) -> list[Any]:
-    """The framework's variants (name, levels, title, mode, proves, args, needs_model) from the catalog."""
-    return list(_get("console.catalog", "load_framework")(framework).variants)
+def framework_catalog(framework: str) -> Any:
+    """The framework's catalog: ``.levels`` (with ``requires_variant``) and ``.variants`` (name, levels,
+    title, mode, proves, args, needs_model)."""
+    return _get("console.catalog", "load_framework")(framework)
 
 
 def touched_areas() -> list[tuple[str, str]]:

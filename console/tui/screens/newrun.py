@@ -75,7 +75,7 @@ def in_console_words(message: str) -> str:
     return message
 
 
-def check_choice(levels: list[int], variants: list[str], level_info: list[Any],
+def check_choice(levels: list[int], variants: list[str], need_variant: set[int],
                  variant_info: list[Any]) -> str | None:
     """The level/variant rules of the plan builder, said for this screen; None when consistent."""
     by_name = {v.name: v for v in variant_info}
@@ -84,13 +84,11 @@ def check_choice(levels: list[int], variants: list[str], level_info: list[Any],
         if v is not None and not set(v.levels) & set(levels):
             wanted = " or ".join(f"Level {n}" for n in v.levels)
             return f"Variant {name} belongs to {wanted}: tick that level under Levels, or untick {name}."
-    for item in level_info:
-        number = int(_field(item, "number", "level", default=0))
-        if number in levels and _field(item, "requires_variant", default=False):
-            choices = [v.name for v in variant_info if number in v.levels]
-            if not any(name in choices for name in variants):
-                return (f"Level {number} runs only with a variant: tick one of {', '.join(choices)} "
-                        f"under Variants (the guide shows what each proves).")
+    for number in sorted(need_variant & set(levels)):
+        choices = [v.name for v in variant_info if number in v.levels]
+        if not any(name in choices for name in variants):
+            return (f"Level {number} runs only with a variant: tick one of {', '.join(choices)} "
+                    f"under Variants (the guide shows what each proves).")
     return None
 
 
@@ -109,6 +107,7 @@ class NewRunScreen(Screen[None]):
         self.runs_dir = runs_dir
         self.levels: list[Any] = []
         self.variant_info: list[Any] = []
+        self.need_variant: set[int] = set()
         self.recommended: list[int] = []
         self.plan: Any = None
         self.doctor: dict[str, Any] | None = None
@@ -171,9 +170,11 @@ class NewRunScreen(Screen[None]):
         status = self.query_one("#levels-status", Static)
         try:
             self.levels = list(backend.catalog_levels(framework))
-            self.variant_info = list(backend.catalog_variants(framework))
+            catalog = backend.framework_catalog(framework)
+            self.variant_info = list(catalog.variants)
+            self.need_variant = {lv.number for lv in catalog.levels if lv.requires_variant}
         except Exception as exc:  # noqa: BLE001 - show why, keep the form usable
-            self.levels, self.variant_info = [], []
+            self.levels, self.variant_info, self.need_variant = [], [], set()
             status.update(Text(f"levels unavailable: {exc}", style="red"))
             return
         status.update("")
@@ -233,7 +234,7 @@ class NewRunScreen(Screen[None]):
         text.append(str(_field(item, "proves", default="") or "-"))
         names = [v.name for v in self.variant_info if number in v.levels]
         if names:
-            need = "needs one of" if _field(item, "requires_variant", default=False) else "variants"
+            need = "runs only with one of" if number in self.need_variant else "variants"
             text.append(f"\n{need}: {', '.join(names)}", style="dim")
         return text
 
@@ -324,7 +325,7 @@ class NewRunScreen(Screen[None]):
     def _check_choice(self) -> str | None:
         levels = sorted(self.query_one("#levels", SelectionList).selected)
         variants = list(self.query_one("#variants", SelectionList).selected)
-        problem = check_choice(levels or [0], variants, self.levels, self.variant_info)
+        problem = check_choice(levels or [0], variants, self.need_variant, self.variant_info)
         status = self.query_one("#variants-status", Static)
         status.update(problem or "")
         status.set_class(bool(problem), "error")
