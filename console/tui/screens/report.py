@@ -61,7 +61,7 @@ class ReportScreen(Screen[None]):
         self.markdown = redact_text(str(message.result))
         self.query_one("#report-body", TextArea).load_text(self.markdown)
         note = f" ({message.error})" if message.error else ""
-        status.update(f"s: save to {self.run_dir / 'report.md'}   c: copy{note}")
+        status.update(f"s: save to {self.run_dir.name}/report.md   c: copy{note}")
         self.query_one("#report-body", TextArea).focus()
 
     def action_save(self) -> None:
