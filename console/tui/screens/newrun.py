@@ -61,8 +61,8 @@ def parse_env(text: str) -> tuple[dict[str, str], str | None]:
     return env, None
 
 
-GUIDE_START = ("Step 1 of 4: tick what your change touched (space). The levels it needs get ticked "
-               "for you below;\nthe guide here explains each level as you move over it.")
+GUIDE_START = ("Step 1 of 4: tick what your change touched (space); the levels it needs get ticked "
+               "for you. This guide explains each level as you move over it.")
 FLAG_WORDS = (("--bridge-repo", "Megatron-Bridge checkout"), ("--variant", "Variants"), ("--level", "Levels"),
               ("--override", "Overrides"), ("--env", "Environment"), ("--model", "Model"),
               ("--repo", "NeMo-RL / verl checkout"))
@@ -284,9 +284,12 @@ class NewRunScreen(Screen[None]):
     def on_descendant_focus(self, event: Any) -> None:
         widget = getattr(event, "widget", None)
         wid = getattr(widget, "id", None)
-        if isinstance(widget, SelectionList) and widget.highlighted is not None:
-            self.on_selection_list_selection_highlighted(
-                SelectionList.SelectionHighlighted(widget, widget.highlighted))
+        if isinstance(widget, SelectionList) and widget.option_count:
+            if widget.highlighted is None:
+                widget.highlighted = 0  # its guide follows (SelectionHighlighted)
+            else:
+                self.on_selection_list_selection_highlighted(
+                    SelectionList.SelectionHighlighted(widget, widget.highlighted))
         elif wid == "framework":
             self._guide("Framework: demo runs the embedded GRPO demo (no GPU needed); nemo-rl and verl run "
                         "the procedures' commands in your checkouts.")
