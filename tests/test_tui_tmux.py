@@ -103,11 +103,12 @@ def test_newcomer_from_rl_console_to_report_with_notification(tmp_path: Path) ->
         tmux(sock, "send-keys", "-t", "work:console", "Tab")  # to the variants, with their meaning
         wait_pane(sock, "work:console", ("Variant nan: Inject a NaN loss",), timeout=10)
         tmux(sock, "send-keys", "-t", "work:console", "Space")
+        wait_pane(sock, "work:console", ("Your run: demo, Level 0, variants: nan",), timeout=10)
         tmux(sock, "send-keys", "-t", "work:console", "C-l")
         wait_pane(sock, "work:console", ("demo-l0-nan", "1 Log"), timeout=60)
         tmux(sock, "select-window", "-t", "work:other")  # the newcomer looks elsewhere
         text = wait_pane(viewer, "eyes", ("rl-console: run", "demo-l0-nan failed (Fail)"), timeout=180)
-        assert "rl FAIL demo-l0-nan" in text  # the other window's status line segment
+        wait_pane(viewer, "eyes", ("rl FAIL demo-l0-nan",), timeout=10)  # the other window: `status`
         tmux(sock, "select-window", "-t", "work:console")
         text = wait_pane(sock, "work:console", ("Run over:", "next: r report"), timeout=30)
         tmux(sock, "send-keys", "-t", "work:console", "5")

@@ -305,7 +305,19 @@ class NewRunScreen(Screen[None]):
         self.plan = None
         if event.selection_list.id == "touched":
             self._recommend(list(event.selection_list.selected))
-        self._check_choice()
+        problem = self._check_choice()
+        if event.selection_list.id in ("levels", "variants") and not problem:
+            self._guide(self.choice_summary())
+
+    def choice_summary(self) -> Text:
+        levels = sorted(self.query_one("#levels", SelectionList).selected) or [0]
+        variants = list(self.query_one("#variants", SelectionList).selected)
+        text = Text("Your run: ", style="bold")
+        text.append(f"{self.framework}, " + ", ".join(f"Level {n}" for n in levels))
+        text.append(f", variants: {', '.join(variants)}" if variants else ", no variant")
+        text.append("\nF2 preview the commands  F3 preflight  ctrl+l launch (after the preflight checks)",
+                    style="dim")
+        return text
 
     def _recommend(self, touched: list[str]) -> None:
         try:
