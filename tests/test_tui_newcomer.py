@@ -316,3 +316,36 @@ def test_sample_logs_replay_by_name_and_triage(tmp_path: Path) -> None:
     out = rl("replay", "verl-ppo-megatron-oom.log", "--speed", "200", "--headless", "--runs-dir", str(tmp_path),
              timeout=120)
     assert "cuda_oom" in out.stdout + out.stderr and out.returncode == 1
+
+
+def test_finding_early_in_a_big_log_opens_the_whole_file_at_its_line(tmp_path: Path) -> None:
+    """The monitor's live view holds the log's tail; enter on a finding before it opens the
+    virtual view of the whole file at that line (was: "evidence line not in the loaded part")."""
+    from console.tui.logfollow import INITIAL_TAIL
+
+    runs = tmp_path / "runs"
+    run = write_run(runs, status="failed", verdict="Fail")
+    log = run / "logs" / "01-demo-grpo.log"
+    head = [f"step {i}/20" for i in range(1, 10)] + ["torch.OutOfMemoryError: CUDA out of memory (early)"]
+    filler = "".join(f"filler line {i} {'x' * 60}\n" for i in range(INITIAL_TAIL // 40))
+    log.write_text("\n".join(head) + "\n" + filler)
+    with open(run / "events.jsonl", "a") as fh:
+        fh.write(json.dumps({"t": 2.0, "type": "finding", "step": "demo-grpo", "class": "cuda_oom", "verdict": "Fail",
+                             "line": 10, "evidence": "torch.OutOfMemoryError: CUDA out of memory (early)"}) + "\n")
+    app = ConsoleApp(runs, open_run=run)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "MonitorScreen")
+        scr = app.screen
+        await wait_for(pilot, lambda: scr.query_one("#findings-table").row_count >= 1)
+        await pilot.press("5")
+        scr.query_one("#findings-table").focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TriageScreen", timeout=10)
+        view = app.screen.query_one("#triage-log")
+        await wait_for(pilot, lambda: view.target == 10 and view.line_count >= 10)
+        await pilot.pause(0.2)
+        assert view.scroll_offset.y <= 9 < view.scroll_offset.y + view.size.height
+        assert "OutOfMemoryError" in view.index.line(10)
+
+    drive(app, body)

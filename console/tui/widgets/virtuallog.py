@@ -15,7 +15,6 @@ from pathlib import Path
 from rich.segment import Segment
 from rich.text import Text
 from textual import work
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -48,17 +47,6 @@ class VirtualLogView(ScrollView, can_focus=True):
     VirtualLogView > .virtuallog--gutter { color: $text-muted; }
     """
     COMPONENT_CLASSES = {"virtuallog--target", "virtuallog--gutter"}
-    BINDINGS = [
-        Binding("up", "scroll_up", "Up", show=False),
-        Binding("down", "scroll_down", "Down", show=False),
-        Binding("left", "scroll_left", "Left", show=False),
-        Binding("right", "scroll_right", "Right", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "scroll_home", "Top", show=False),
-        Binding("end", "scroll_end", "End", show=False),
-    ]
-
     def __init__(self, path: Path | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.index: LineIndex | None = None
