@@ -97,7 +97,7 @@ def test_newcomer_from_rl_console_to_report_with_notification(tmp_path: Path) ->
                         shlex.join(["env", "-u", "TMUX", "tmux", "-L", sock, "attach", "-t", "work"])], check=True)
         wait_pane(sock, "work:console", ("Runs", "q Quit"), timeout=30)
         tmux(sock, "send-keys", "-t", "work:console", "n")
-        text = wait_pane(sock, "work:console", ("What did your change touch?", "needs on demo"), timeout=15)
+        wait_pane(sock, "work:console", ("What did your change touch?", "needs on demo"), timeout=15)
         tmux(sock, "send-keys", "-t", "work:console", "Tab")  # to the levels: the guide says why
         wait_pane(sock, "work:console", ("Level 0: Demo GRPO smoke", "proves:"), timeout=10)
         tmux(sock, "send-keys", "-t", "work:console", "Tab")  # to the variants, with their meaning
@@ -107,16 +107,14 @@ def test_newcomer_from_rl_console_to_report_with_notification(tmp_path: Path) ->
         tmux(sock, "send-keys", "-t", "work:console", "C-l")
         wait_pane(sock, "work:console", ("demo-l0-nan", "1 Log"), timeout=60)
         tmux(sock, "select-window", "-t", "work:other")  # the newcomer looks elsewhere
-        text = wait_pane(viewer, "eyes", ("rl-console: run", "demo-l0-nan failed (Fail)"), timeout=180)
+        wait_pane(viewer, "eyes", ("rl-console: run", "demo-l0-nan failed (Fail)"), timeout=180)
         wait_pane(viewer, "eyes", ("rl FAIL demo-l0-nan",), timeout=10)  # the other window: `status`
         tmux(sock, "select-window", "-t", "work:console")
-        text = wait_pane(sock, "work:console", ("Run over:", "next: r report"), timeout=30)
+        wait_pane(sock, "work:console", ("Run over:", "next: r report"), timeout=30)
         tmux(sock, "send-keys", "-t", "work:console", "5")
-        text = wait_pane(sock, "work:console", ("metric_failure", "cause:", "advice: A metric check failed"),
-                         timeout=15)
+        wait_pane(sock, "work:console", ("metric_failure", "cause:", "advice: A metric check failed"), timeout=15)
         tmux(sock, "send-keys", "-t", "work:console", "r")
-        text = wait_pane(sock, "work:console", ("Result: Fail", "Requested coverage: Level 0; variants: nan"),
-                         timeout=30)
+        wait_pane(sock, "work:console", ("Result: Fail", "Requested coverage: Level 0; variants: nan"), timeout=30)
         spec = json.loads(next(runs.iterdir()).joinpath("spec.json").read_text())
         assert spec["variants"] == ["nan"]
     finally:
