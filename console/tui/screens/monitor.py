@@ -245,6 +245,7 @@ class MonitorScreen(Screen[None]):
         view.append_lines(lines)
         self.drains += 1
         self._render_log_bar()
+        self.call_after_refresh(self._render_log_bar)  # the lines' width is known after layout
 
     def on_run_updated(self, message: RunUpdated) -> None:
         snap = message.snapshot
@@ -560,6 +561,8 @@ class MonitorScreen(Screen[None]):
         if view.search_text:
             parts.append(f"search: {view.search_text}")
         parts.append(f"{view.total_lines} lines")
+        if view.virtual_size.width > view.scrollable_content_region.width > 0 and not view.wrap:
+            parts.append("←/→ scroll")
         if self._log_label:
             parts.append(self._log_label)
         self.query_one("#log-bar", Static).update(" • ".join(parts))
