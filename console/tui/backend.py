@@ -81,6 +81,26 @@ def triage_files(paths: list[Path]) -> dict[str, Any]:
     return _get("console.triage.scan", "triage_files")(paths)
 
 
+def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, Any]:
+    """``rl-console triage --json`` in a child process: a multi-GB log's scan never holds the
+    console's GIL (the view stays responsive). ``started(proc)`` gets the process (to stop it)."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "console", "triage", "--json", *(str(p) for p in paths)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    if started is not None:
+        started(proc)
+    out, err = proc.communicate()
+    try:
+        return dict(json.loads(out))
+    except ValueError:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        raise ConsoleError(lines[-1] if lines else f"triage exited {proc.returncode}") from None
+
+
 def failure_class(cls: str, framework: str) -> dict[str, Any]:
     """A triage class's title, advice and remedy (for the framework) from the triage catalog."""
     info = _get("console.triage.rules", "default_catalog")().classes.get(cls)

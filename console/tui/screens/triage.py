@@ -1,11 +1,14 @@
 """Triage: open any log file (of any size) and browse its findings next to the lines they point at.
 
-The findings list and the highlighted finding in full (cause, advice, remedy, evidence line) sit
+The triage engine runs in a child process (``rl-console triage --json``), so scanning a
+multi-GB log never starves the view. The findings list and the highlighted finding in full (cause, advice, remedy, evidence line) sit
 above a virtual view of the whole file: enter jumps to the finding's line wherever it is.
 """
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 from pathlib import Path
 
 from rich.text import Text
@@ -40,6 +43,7 @@ class TriageScreen(Screen[None]):
         self.paths = paths
         self.start_line = line
         self.result: dict | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -60,6 +64,15 @@ class TriageScreen(Screen[None]):
         self.set_interval(STATUS_S, self._render_logbar)
         self.load()
 
+    def _remember_proc(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    def on_unmount(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+
     def _render_logbar(self) -> None:
         view = self.query_one("#triage-log", VirtualLogView)
         self.query_one("#triage-logbar", Static).update(f"{self.paths[0].name} · {view.status()}")
@@ -67,7 +80,7 @@ class TriageScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="triage")
     def load(self) -> None:
         try:
-            result = backend.triage_files(self.paths)
+            result = backend.triage_in_subprocess(self.paths, started=self._remember_proc)
         except Exception as exc:  # noqa: BLE001 - one line to the user
             self.post_message(TaskDone("triage", error=str(exc)))
             return
