@@ -191,6 +191,7 @@ class NewRunScreen(Screen[None]):
         self._load_variants()
         if kept_touched:
             self._recommend(kept_touched)
+        self._check_choice()
 
     def _level_prompt(self, item: Any) -> Text:
         number = int(_field(item, "number", "level", default=0))
@@ -305,19 +306,14 @@ class NewRunScreen(Screen[None]):
         self.plan = None
         if event.selection_list.id == "touched":
             self._recommend(list(event.selection_list.selected))
-        problem = self._check_choice()
-        if event.selection_list.id in ("levels", "variants") and not problem:
-            self._guide(self.choice_summary())
+        self._check_choice()
 
-    def choice_summary(self) -> Text:
+    def choice_summary(self) -> str:
         levels = sorted(self.query_one("#levels", SelectionList).selected) or [0]
         variants = list(self.query_one("#variants", SelectionList).selected)
-        text = Text("Your run: ", style="bold")
-        text.append(f"{self.framework}, " + ", ".join(f"Level {n}" for n in levels))
-        text.append(f", variants: {', '.join(variants)}" if variants else ", no variant")
-        text.append("\nF2 preview the commands  F3 preflight  ctrl+l launch (after the preflight checks)",
-                    style="dim")
-        return text
+        return (f"Your run: {self.framework}, " + ", ".join(f"Level {n}" for n in levels)
+                + (f", variants: {', '.join(variants)}" if variants else ", no variant")
+                + "  (ctrl+l launches after the preflight)")
 
     def _recommend(self, touched: list[str]) -> None:
         try:
@@ -342,7 +338,7 @@ class NewRunScreen(Screen[None]):
         variants = list(self.query_one("#variants", SelectionList).selected)
         problem = check_choice(levels or [0], variants, self.need_variant, self.variant_info)
         status = self.query_one("#variants-status", Static)
-        status.update(problem or "")
+        status.update(problem or self.choice_summary())
         status.set_class(bool(problem), "error")
         return problem
 
