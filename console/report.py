@@ -204,6 +204,10 @@ def render_json(run_dir: Path, recompute: bool = False, verdict: dict[str, Any] 
     interpreter = _interpreter_line(doctor)
     if interpreter:
         evidence["interpreter"] = interpreter
+    override = (spec.get("extra") or {}).get("preflight_override")
+    if override:
+        evidence["started_anyway"] = ("started anyway by the user although the preflight blocked it ("
+                                      + (", ".join(override.get("checks") or []) or "blocking checks") + ")")
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
@@ -260,6 +264,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
         lines.append(f"- Upstream: {ev['upstream']}")
     if ev.get("interpreter"):
         lines.append(f"- Run interpreter: {ev['interpreter']}")
+    if ev.get("started_anyway"):
+        lines.append(f"- Start anyway: {ev['started_anyway']}")
     cmds = ev.get("commands") or []
     if len(cmds) <= 1:
         lines.append(f"- Command: {cmds[0] if cmds else 'none'}")

@@ -8,11 +8,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from console.tui.messages import RunsListed
 from console.tui.rundata import RunRow, age_text, list_runs
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.widgets.footer import ConsoleFooter
 
 REFRESH_S = 1.0
 
@@ -47,7 +48,7 @@ class HomeScreen(Screen[None]):
         table: DataTable[object] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static("", markup=False, id="empty-hint")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs-table", DataTable)
