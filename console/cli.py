@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+from console import __version__
 from console.errors import ConsoleError
 from console.spec import add_spec_arguments
 
@@ -24,10 +25,40 @@ HANDLERS: dict[str, str] = {
     "demo": "console.runs.cli:cmd_demo",
     "replay": "console.runs.cli:cmd_replay",
     "triage": "console.triage.cli:cmd_triage",
-    "report": "console.triage.cli:cmd_report",
+    "report": "console.report:cmd_report",
     "doctor": "console.doctor.cli:cmd_doctor",
+    "compare": "console.compare.cli:cmd_compare",
     "tui": "console.tui.launch:cmd_tui",
+    "status": "console.tui.statusline:cmd_status",
 }
+NEEDS_TERMINAL = ("demo", "tui")  # with stdout not a terminal these fall back to headless output
+
+
+def sample_log(name: str) -> str:
+    """A shipped sample log by its bare name (``nemo-rl-grpo-megatron.log``) when no such file is here."""
+    from pathlib import Path
+
+    sample = Path(__file__).parent / "demo" / "samples" / name
+    return str(sample) if not Path(name).exists() and "/" not in name and sample.is_file() else name
+
+
+def catalog_epilog() -> str:
+    """Levels and variants of every framework, from the catalog (for ``plan``/``run --help``)."""
+    try:
+        from console.catalog import load_framework
+        from console.spec import FRAMEWORKS
+    except ImportError:
+        return ""
+    lines = ["levels and variants (from the catalog):"]
+    for name in FRAMEWORKS:
+        try:
+            cat = load_framework(name)
+        except Exception:  # noqa: BLE001 - help must never fail
+            continue
+        lines.append(f"  {name}:")
+        lines += [f"    --level {lv.number}  {lv.title}" for lv in cat.levels]
+        lines += [f"    --variant {v.name}  (Level {'/'.join(map(str, v.levels))}) {v.title}" for v in cat.variants]
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Validate Megatron-Bridge changes inside NeMo-RL and verl RL loops.",
     )
     p.add_argument("--theme", default=None, help="TUI theme (dark, light, high-contrast)")
+    p.add_argument("--version", action="version", version=f"rl-console {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     sp = sub.add_parser("plan", help="print the steps (argv, env, cwd) without running")
@@ -48,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--headless", action="store_true", help="print progress lines, end with the verdict")
     sp.add_argument("--detach", action="store_true", help="return as soon as the run started")
     sp.add_argument("--no-doctor", action="store_true", help="skip the preflight checks")
+    sp.add_argument("--baseline", default=None, metavar="REF",
+                    help="first run the same plan with the Bridge checkout at REF (a git worktree), then "
+                         "this one, then compare them")
 
     sp = sub.add_parser("ls", help="list runs")
     sp.add_argument("--runs-dir", default=None)
@@ -92,15 +127,35 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run")
     sp.add_argument("--runs-dir", default=None)
     sp.add_argument("--format", choices=("md", "json"), default="md")
+    sp.add_argument("--recompute", action="store_true",
+                    help="recompute the verdict from the run folder instead of the one recorded at its end")
 
     sp = sub.add_parser("doctor", help="preflight checks only")
     add_spec_arguments(sp)
     sp.add_argument("--json", action="store_true")
 
+    sp = sub.add_parser("compare", help="baseline vs candidate: did the numbers move?")
+    from console.compare.cli import add_compare_arguments
+
+    add_compare_arguments(sp)
+
     sp = sub.add_parser("tui", help="open the console (same as no command)")
     sp.add_argument("--runs-dir", default=None)
     sp.add_argument("--open", dest="open_run", default=None, help="open this run's monitor")
     sp.add_argument("--log", default=None, help="open a log file in the triage screen")
+
+    sp = sub.add_parser("status", help="one short line about the runs (for a shell prompt or tmux status-right)")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--tmux", action="store_true", help="with tmux colour codes: set -g status-right "
+                    "'#(rl-console status --tmux)'")
+
+    for action in sub._choices_actions:  # every subcommand's --help starts with what it does
+        sub.choices[action.dest].description = action.help
+    if {"-h", "--help"} & set(sys.argv[1:]):  # reading the catalogs costs ~0.2 s: only for help
+        epilog = catalog_epilog()
+        for name in ("plan", "run"):
+            sub.choices[name].epilog = epilog
+            sub.choices[name].formatter_class = argparse.RawDescriptionHelpFormatter
     return p
 
 
@@ -117,6 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         args.runs_dir = None
         args.open_run = None
         args.log = None
+    if command == "replay":
+        args.log = sample_log(args.log)
+    if command in NEEDS_TERMINAL and not sys.stdout.isatty():
+        if command == "demo":
+            args.headless = True  # progress lines and the verdict, no escape codes into a pipe
+        else:
+            print("rl-console: stdout is not a terminal: listing runs instead of opening the console",
+                  file=sys.stderr)
+            command, args.json = "ls", False
     try:
         handler = _resolve(HANDLERS[command])
         return int(handler(args) or 0)
@@ -127,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a full disk, an unwritable or missing folder: one line, never a traceback
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"rl-console {command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

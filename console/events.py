@@ -78,6 +78,27 @@ class EventBus:
             self._fh.close()
             self._fh = None
 
+    def compact_if_large(self, at_bytes: int = 0) -> bool:
+        """Compact the event file (``compact_events``) once it is larger than ``at_bytes``
+        (default ``COMPACT_AT_BYTES``), then append to the new file. True when it compacted."""
+        if self._fh is None:
+            return False
+        path = Path(self._fh.name)
+        try:
+            if path.stat().st_size <= (at_bytes or COMPACT_AT_BYTES):
+                return False
+        except OSError:
+            return False
+        self._fh.flush()
+        try:
+            compact_events(path)
+            return True
+        except OSError:
+            return False
+        finally:
+            self._fh.close()
+            self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115
+
 
 def read_events(path: Path, offset: int = 0) -> tuple[list[Event], int]:
     """Read complete event lines from ``offset``; return events and the new offset.
@@ -105,3 +126,101 @@ def read_events(path: Path, offset: int = 0) -> tuple[list[Event], int]:
 def iter_events(path: Path) -> Iterator[Event]:
     events, _ = read_events(path)
     yield from events
+
+
+# ------------------------------------------------------------------ compaction and incremental reads
+RESOURCE_TYPES = ("gpu", "host")
+KEEP_FULL_S = 600.0  # resource samples younger than this keep their full rate
+DOWNSAMPLE_EVERY_S = 60.0  # older ones: one per type per this many seconds
+COMPACT_AT_BYTES = 16 << 20
+
+
+def compact_events(path: Path, now: float | None = None, keep_full_s: float = KEEP_FULL_S,
+                   every_s: float = DOWNSAMPLE_EVERY_S) -> tuple[int, int]:
+    """Downsample ``gpu``/``host`` samples older than ``keep_full_s`` to one per ``every_s`` per type;
+    every other event is kept verbatim and in order. The file is replaced atomically (a reader with
+    an ``EventCursor`` goes on without loss or repeat). Returns (old size, new size)."""
+    import os
+    import tempfile
+
+    now = time.time() if now is None else now
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    end = raw.rfind(b"\n") + 1  # a partial last line (mid-append) is kept as is
+    kept: list[bytes] = []
+    last_kept: dict[str, float] = {}
+    for line in raw[:end].splitlines(keepends=True):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        kind, t = obj.get("type"), float(obj.get("t") or 0.0)
+        if kind in RESOURCE_TYPES and now - t > keep_full_s:
+            if t - last_kept.get(kind, float("-inf")) < every_s:
+                continue
+            last_kept[kind] = t
+        kept.append(line)
+    fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=".events.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.writelines(kept)
+            out.write(raw[end:])
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(raw), sum(len(x) for x in kept) + len(raw) - end
+
+
+class EventCursor:
+    """Reads an events.jsonl incrementally (new complete lines only), across compactions: when the
+    file was replaced, it rereads the new one and skips what it had already returned (by time)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.offset = 0
+        self.inode: int | None = None
+        self.last_t = float("-inf")
+        self._seen_at_last_t: set[bytes] = set()
+
+    def read(self) -> list[Event]:
+        import os
+
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return []
+        replaced = self.inode is not None and (st.st_ino != self.inode or st.st_size < self.offset)
+        if replaced:
+            self.offset = 0
+        self.inode = st.st_ino
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+        except OSError:
+            return []
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        events: list[Event] = []
+        for line in chunk[: end + 1].splitlines():
+            try:
+                obj = json.loads(line)
+                t = float(obj.get("t") or 0.0)
+            except (ValueError, TypeError, AttributeError):
+                continue
+            if replaced and (t < self.last_t or (t == self.last_t and line in self._seen_at_last_t)):
+                continue
+            if t > self.last_t:
+                self.last_t, self._seen_at_last_t = t, set()
+            if t == self.last_t:
+                self._seen_at_last_t.add(line)
+            try:
+                events.append(Event.from_dict(obj))
+            except (ValueError, TypeError):
+                continue
+        return events

@@ -6,6 +6,7 @@ PASS = 0
 FAIL = 1
 USAGE = 2
 BLOCKED = 3
+DETACHED = 4  # Ctrl-C on an attached `run`/`attach`/`demo`/`replay`: the console left, the run goes on
 CANCELLED = 130
 
 _BY_VERDICT = {"Pass": PASS, "Fail": FAIL, "Blocked": BLOCKED, "Cancelled": CANCELLED}

@@ -37,3 +37,22 @@ def read_json(path: Path, default: Any = None) -> Any:
             return json.load(fh)
     except (OSError, ValueError):
         return default
+
+
+def runs_folder_problem(path: Path) -> str | None:
+    """Why the runs folder (or, when it does not exist yet, the folder it would be created in)
+    cannot take a new run; None when a file can be created there."""
+    target = Path(path).expanduser()
+    if target.exists() and not target.is_dir():
+        return "not a directory"
+    where = target
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        return f"{where} is not a directory"
+    try:
+        with tempfile.TemporaryFile(dir=where, prefix=".rl-console-write-test"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None

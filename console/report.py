@@ -3,17 +3,22 @@
 ``render_json(run_dir)`` gives the data; ``render_markdown(run_dir)`` the text block the procedures
 prescribe (Result, Requested coverage, Model, Deliverables, Evidence, Limitations, Follow-ups);
 ``write_report(run_dir)`` writes ``report.md`` and ``report.json`` into the run folder. Every string
-passes through ``console.redact`` before it is shown or written.
+passes through ``console.redact`` (on the data, before it is serialized) before it is shown or written.
+
+A finished run's verdict is the one recorded at its end (``triage.json``, the same as ``state.json``);
+``render_json(run_dir, recompute=True)`` (``report --recompute``) computes it again from the run folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from console.fileio import read_json, write_text_atomic
-from console.redact import redact_text
+from console.redact import redact_obj, redact_text
 from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
@@ -105,6 +110,8 @@ def _result_sentence(v: dict[str, Any], spec: dict[str, Any], framework: str) ->
         return f"{label} at Level {levels} failed ({what})."
     if verdict == "Cancelled":
         return f"{label} at Level {levels} was cancelled before the deliverables were decided."
+    if v.get("reason"):
+        return f"{label} at Level {levels} ended without a decision ({v['reason']}): incomplete."
     return f"{label} at Level {levels} has not produced a decision yet (incomplete)."
 
 
@@ -142,9 +149,37 @@ def _rerun_line(extra: dict[str, Any]) -> str:
             + (", ".join(bits) if bits else "no env or override change"))
 
 
-def render_json(run_dir: Path) -> dict[str, Any]:
+RECORDED_KEYS = ("verdict", "deliverables", "limitations", "follow_ups", "steps", "framework")
+
+
+def recorded_verdict(run_dir: Path) -> dict[str, Any] | None:
+    """The verdict recorded at the run's end (``triage.json``), or None while the run is live or
+    when the run predates recorded verdicts."""
+    from console.runs.recover import read_current_state
+
+    state = read_current_state(run_dir) or {}
+    if state.get("status") not in ("passed", "failed", "blocked", "cancelled"):
+        return None
+    triage = read_json(run_dir / "triage.json", None)
+    if not isinstance(triage, dict) or not all(k in triage for k in RECORDED_KEYS):
+        return None
+    if state.get("verdict"):
+        triage["verdict"] = state["verdict"]  # state.json is the record; triage.json agrees with it
+    return triage
+
+
+def render_json(run_dir: Path, recompute: bool = False, verdict: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report data. ``verdict``: the run's verdict dict when the caller holds it (the run's end);
+    else the recorded one of a finished run, or (``recompute``, or a live run) ``run_verdict``."""
     run_dir = Path(run_dir)
-    v = run_verdict(run_dir)
+    v = verdict if verdict is not None else (None if recompute else recorded_verdict(run_dir))
+    if v is None:
+        v = run_verdict(run_dir)
+        from console.runs.recover import read_current_state
+
+        state = read_current_state(run_dir) or {}
+        if state.get("status") in ("passed", "failed", "blocked", "cancelled") and state.get("verdict"):
+            v["verdict"] = state["verdict"]
     spec = read_json(run_dir / "spec.json", {}) or {}
     plan = read_json(run_dir / "plan.json", {}) or {}
     framework = v["framework"]
@@ -169,6 +204,10 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     interpreter = _interpreter_line(doctor)
     if interpreter:
         evidence["interpreter"] = interpreter
+    override = (spec.get("extra") or {}).get("preflight_override")
+    if override:
+        evidence["started_anyway"] = ("started anyway by the user although the preflight blocked it ("
+                                      + (", ".join(override.get("checks") or []) or "blocking checks") + ")")
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
@@ -195,7 +234,9 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     }
     if comparison:
         out["baseline_comparison"] = [str(x) for x in comparison]
-    return json.loads(redact_text(json.dumps(out)))
+    if v.get("reason"):
+        out["reason"] = v["reason"]
+    return redact_obj(out)
 
 
 def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
@@ -223,6 +264,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
         lines.append(f"- Upstream: {ev['upstream']}")
     if ev.get("interpreter"):
         lines.append(f"- Run interpreter: {ev['interpreter']}")
+    if ev.get("started_anyway"):
+        lines.append(f"- Start anyway: {ev['started_anyway']}")
     cmds = ev.get("commands") or []
     if len(cmds) <= 1:
         lines.append(f"- Command: {cmds[0] if cmds else 'none'}")
@@ -250,3 +293,21 @@ def write_report(run_dir: Path, data: dict[str, Any] | None = None) -> tuple[Pat
     for path, text in ((md, render_markdown(run_dir, data)), (js, json.dumps(data, indent=2) + "\n")):
         write_text_atomic(path, text)
     return md, js
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``rl-console report RUN [--format md|json] [--recompute]``."""
+    from console.runs.store import RunStore
+    from console.spec import default_runs_dir
+
+    run_dir = RunStore(Path(args.runs_dir or default_runs_dir()).expanduser()).resolve(args.run)
+    data = render_json(run_dir, recompute=bool(getattr(args, "recompute", False)))
+    if args.format == "json":
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_markdown(run_dir, data))
+    try:
+        write_report(run_dir, data)
+    except OSError as exc:
+        print(f"rl-console report: warning: could not write report files: {exc}", file=sys.stderr)
+    return 0

@@ -39,7 +39,7 @@ def main() -> int:
     parser.add_argument("--no-ray", action="store_true", help="skip bridge_import_ray_worker")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from doctor_helpers import make_hf_snapshot
+    from doctor_helpers import install_fake_uv, make_hf_snapshot, make_project_env
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -57,6 +57,23 @@ def main() -> int:
             rows.append(("verl", cid, seconds, verdict))
         rows.append(("verl", "ALL (concurrent)", *_timed(verl, ids)))
         rows.append(("demo", "ALL (concurrent)", *_timed(demo, None)))
+        # NeMo-RL: the run's `uv run python` (a stand-in uv running <checkout>/.venv/bin/python)
+        _git_repo(root / "nemo-rl", {"pyproject.toml": "[project]\nname = 'nemo-rl'\n"})
+        make_project_env(root / "nemo-rl")
+        install_fake_uv(root / "bin")
+        os.environ["PATH"] = f"{root / 'bin'}:{os.environ['PATH']}"
+        nemo = RunSpec(framework="nemo-rl", bridge_repo=str(root / "bridge"), repo=str(root / "nemo-rl"),
+                       runs_dir=str(root / "runs"))
+        from console.plan import build_plan
+
+        for cid in ("run_interpreter", "bridge_import_driver"):
+            start = time.perf_counter()
+            verdict = run_doctor(nemo, build_plan(nemo), checks=[cid])["verdict"]
+            rows.append(("nemo", cid, time.perf_counter() - start, verdict))
+        start = time.perf_counter()
+        verdict = run_doctor(nemo, build_plan(nemo), checks=["run_interpreter", "bridge_import_driver",
+                                                              "mcore_helpers"])["verdict"]
+        rows.append(("nemo", "3 checks, one probe", time.perf_counter() - start, verdict))
     print(f"{'spec':<6} {'check':<26} {'seconds':>8}  verdict")
     for spec_name, cid, seconds, verdict in rows:
         print(f"{spec_name:<6} {cid:<26} {seconds:>8.2f}  {verdict}")

@@ -104,6 +104,52 @@ exit 0
 """
 
 
+_VAR_DEFAULT_RE = r"^\s*(?:export\s+)?{var}=[\"']?\$\{{(\w+):-([^}}]*)\}}"
+
+
+def wrapper_models(text: str, entry: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(variable, default model) a wrapper names for one [wrapper_models] entry: the value of its
+    `key=...` argument, followed through `VAR=${ENV:-default}` when it is a variable."""
+    var = entry.get("env")
+    if entry.get("key"):
+        m = re.search(rf"(?:^|\s){re.escape(entry['key'])}=(\S+)", text)
+        if not m:
+            return None, None
+        value = m.group(1).strip("\"'")
+        ref = re.match(r"^\$\{?(\w+)\}?$", value)
+        if not ref:
+            return None, value
+        var = ref.group(1)
+    if not var:
+        return None, None
+    m = re.search(_VAR_DEFAULT_RE.format(var=re.escape(var)), text, re.MULTILINE)
+    return (m.group(1), m.group(2)) if m else (var, None)
+
+
+def wrapper_model_mismatches(repos: dict[str, str]) -> list[str]:
+    """Where doctor.toml's [wrapper_models] (the models each wrapper downloads) disagrees with the checkouts."""
+    from console.doctor.catalog import doctor_catalog
+
+    out: list[str] = []
+    table = doctor_catalog()["wrapper_models"]
+    for fw in ("nemo-rl", "verl"):
+        for w in table.get(fw, []):
+            path = Path(repos[fw]) / w["script"]
+            if not path.is_file():
+                out.append(f"wrapper_models {fw} {w['script']}: no such wrapper")
+                continue
+            text = path.read_text(errors="replace")
+            for entry in w["models"]:
+                var, default = wrapper_models(text, entry)
+                if default != entry.get("default") or (entry.get("env") and var != entry["env"]):
+                    out.append(f"wrapper_models {fw} {w['script']} {entry.get('role')}: doctor.toml has "
+                               f"{entry.get('env') or '-'}:{entry.get('default')}, the wrapper {var or '-'}:{default}")
+        if table.get("verified", {}).get(fw) != git_head(repos[fw]):
+            out.append(f"wrapper_models {fw}: verified at {table.get('verified', {}).get(fw)}, checkout at "
+                       f"{git_head(repos[fw])} (update the commit in doctor.toml when the models still match)")
+    return out
+
+
 def git_head(path: str) -> str:
     out = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
     return out.stdout.strip()
@@ -306,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                 config_keys["verl"][config] = sorted(flat_keys(load_config(Path(repos["verl"]) / config)))
             except ConfigUnavailable as exc:
                 missing.append(f"verl config {config}: {exc}")
+        missing += wrapper_model_mismatches(repos)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

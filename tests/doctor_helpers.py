@@ -106,3 +106,82 @@ def assert_check_shape(check: dict) -> None:
     assert all(isinstance(c, list) for c in check["remedy"]["commands"])
     if check["status"] != "ok":
         assert check["advice"], check
+
+
+# A stand-in for `uv` on PATH: a real script that does what uv does for the doctor's calls, in a real
+# project environment (<project>/.venv made by make_project_env). `uv sync --dry-run` prints, on stderr,
+# the lines real uv 0.13 prints (taken from a real run); which ones is read from $FAKE_UV_SYNC
+# ("in_sync", "download" or "offline_error"). Every call is appended to $FAKE_UV_LOG as a JSON list.
+FAKE_UV = r'''#!{python}
+import json, os, sys
+from pathlib import Path
+args = sys.argv[1:]
+log = os.environ.get("FAKE_UV_LOG")
+if log:
+    with open(log, "a") as fh:
+        fh.write(json.dumps({{"argv": args, "cwd": os.getcwd()}}) + "\n")
+def project():
+    p = Path.cwd()
+    while not (p / "pyproject.toml").is_file():
+        if p.parent == p:
+            return None
+        p = p.parent
+    return p
+if args[:1] == ["--version"]:
+    print("uv 0.13.9")
+    raise SystemExit(0)
+if args[:1] == ["sync"]:
+    mode = os.environ.get("FAKE_UV_SYNC", "in_sync")
+    venv = os.environ.get("UV_PROJECT_ENVIRONMENT", ".venv")
+    err = sys.stderr
+    err.write(f"Would use project environment at: {{venv}}\n")
+    if mode == "offline_error":
+        err.write("error: No solution found when resolving dependencies\n  cause: Because torch was not found in the "
+                  "cache and your project depends on torch, we can conclude that your project's requirements are "
+                  "unsatisfiable.\n\nhint: Packages were unavailable because the network was disabled. When the "
+                  "network is disabled, registry packages may only be read from the cache.\n")
+        raise SystemExit(1)
+    err.write("Resolved 321 packages in 5ms\nFound up-to-date lockfile at: uv.lock\n")
+    if mode == "download":
+        err.write("Would download 300 packages\nWould install 300 packages\n")
+        err.write("".join(f" + package-number-{{i}}==1.0.{{i}}\n" for i in range(300)))
+    else:
+        err.write("Checked in 0.00ms\nWould make no changes\n")
+    raise SystemExit(0)
+if args[:1] == ["run"]:
+    rest = args[1:]
+    value_flags = {{"--extra", "--group", "--only-group", "--with", "--package", "--python", "-p"}}
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in value_flags else rest[1:]
+    root = project()
+    env_dir = (root / os.environ.get("UV_PROJECT_ENVIRONMENT", ".venv")) if root else None
+    if rest and rest[0] in ("python", "python3") and env_dir is not None:
+        os.execv(str(env_dir / "bin" / "python"), [str(env_dir / "bin" / "python"), *rest[1:]])
+    os.execvp(rest[0], rest)
+sys.stderr.write(f"error: unrecognized subcommand {{args[:1]}}\n")
+raise SystemExit(2)
+'''
+
+
+def install_fake_uv(bindir: Path) -> Path:
+    """`uv` (the stand-in above) in `bindir`; put `bindir` first on PATH."""
+    import sys
+
+    bindir.mkdir(parents=True, exist_ok=True)
+    uv = bindir / "uv"
+    uv.write_text(FAKE_UV.format(python=sys.executable))
+    uv.chmod(0o755)
+    return uv
+
+
+def make_project_env(project: Path) -> Path:
+    """`<project>/.venv`: a real virtual environment (python -m venv) whose site-packages also sees the
+    test interpreter's packages (a .pth line), as a synced uv environment would hold them."""
+    import site
+    import sys
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True,
+                   capture_output=True)
+    purelib = next((project / ".venv" / "lib").glob("python3*/site-packages"))
+    (purelib / "console_test_parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return project / ".venv" / "bin" / "python"

@@ -16,7 +16,7 @@ from console.errors import SpecError
 from console.spec import RunSpec
 
 pytestmark = pytest.mark.timeout(180)
-EXPECTED_IDS = ["repo_state", "bridge_import_driver", "bridge_import_ray_worker", "visible_devices",
+EXPECTED_IDS = ["repo_state", "run_interpreter", "bridge_import_driver", "bridge_import_ray_worker", "visible_devices",
                 "disk_space", "hf_snapshot", "stale_ray", "gpus", "mcore_helpers", "tools", "catalog_drift"]
 
 
@@ -34,7 +34,8 @@ def test_demo_json_has_every_check(tmp_path):
     out = cli("--json", "--runs-dir", str(tmp_path / "runs"))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert set(result) == {"verdict", "checks"}
+    assert set(result) == {"verdict", "checks", "interpreter"}
+    assert result["interpreter"]["command"] == [sys.executable]  # the demo runs in the console's interpreter
     assert [c["id"] for c in result["checks"]] == EXPECTED_IDS == list(CHECK_IDS)
     for check in result["checks"]:
         assert_check_shape(check)

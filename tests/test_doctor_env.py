@@ -52,6 +52,28 @@ def test_visible_devices_ok_and_plan_unset_applies(monkeypatch):
     assert one(RunSpec(framework="demo"), "visible_devices", plan=plan)["status"] == "ok"
 
 
+@pytest.mark.parametrize(("framework", "env", "status", "needle"), [
+    # verl: Worker._setup_env_cuda_visible_devices raises in every worker (Ray sets CUDA_VISIBLE_DEVICES)
+    ("verl", {"ROCR_VISIBLE_DEVICES": "0"}, "block", "also with ROCR_VISIBLE_DEVICES alone"),
+    ("verl", {"ROCR_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "0"}, "block", "Please don't set ROCR"),
+    ("verl", {"HIP_VISIBLE_DEVICES": "0,1", "CUDA_VISIBLE_DEVICES": "1"}, "block", "inconsistant values"),
+    ("verl", {"HIP_VISIBLE_DEVICES": "0,1"}, "block", "each GPU actor's CUDA_VISIBLE_DEVICES"),
+    # NeMo-RL has no such guard; CUDA ignores these variables
+    ("nemo-rl", {"ROCR_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "0"}, "warn", "NeMo-RL has no guard"),
+    ("nemo-rl", {"HIP_VISIBLE_DEVICES": "0"}, "warn", "NeMo-RL has no guard"),
+    ("demo", {"ROCR_VISIBLE_DEVICES": "0"}, "ok", ""),
+])
+def test_visible_devices_severity_per_framework(monkeypatch, framework, env, status, needle):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    check = one(RunSpec(framework=framework), "visible_devices")
+    assert check["status"] == status, check
+    assert needle in check["advice"]
+    rocm = [n for n in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES") if n in env]
+    if status != "ok":
+        assert check["remedy"]["unset"] == rocm
+
+
 # disk_space -----------------------------------------------------------------------------------
 
 def test_model_params_from_names():
@@ -162,11 +184,29 @@ def test_mcore_helpers_states(tmp_path):
     assert blocked["status"] == "block" and "python3-config: not on PATH" in blocked["evidence"]
     cmd = blocked["remedy"]["commands"][0]
     assert cmd[:3] == ["make", "-C", str(datasets)] and cmd[3].startswith("LIBEXT=.")
-    assert one(spec, "mcore_helpers", probes=with_config)["status"] == "warn"
+    # writable and python3-config present: Bridge's initialize_megatron builds it at start (compile_helpers)
+    writable = one(spec, "mcore_helpers", probes=with_config)
+    assert writable["status"] == "ok" and "compile_helpers" in writable["advice"]
     (datasets / "helpers_cpp").write_bytes(b"\x7fELF")
     assert "helpers_cpp but no" in one(spec, "mcore_helpers", probes=with_config)["evidence"]
     (datasets / f"helpers_cpp{cmd[3].removeprefix('LIBEXT=')}").write_bytes(b"\x7fELF")
     assert one(spec, "mcore_helpers", probes=no_config)["status"] == "ok"
+
+
+def test_mcore_helpers_not_built_on_a_read_only_filesystem(small_fs):
+    """A read-only Megatron-LM (a real read-only mount): compile_helpers cannot build there."""
+    datasets = small_fs / "Megatron-LM" / "megatron" / "core" / "datasets"
+    datasets.mkdir(parents=True)
+    res = subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], capture_output=True)
+    if res.returncode != 0:
+        pytest.skip("cannot remount read-only")
+    try:
+        spec = RunSpec(framework="verl", env={"PYTHONPATH": str(small_fs / "Megatron-LM")})
+        check = one(spec, "mcore_helpers", probes=Probes(which=lambda name: f"/usr/bin/{name}"))
+        assert check["status"] == "warn", check
+        assert "not writable" in check["advice"]
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_fs)], capture_output=True)
 
 
 # tools ----------------------------------------------------------------------------------------

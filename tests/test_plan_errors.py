@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ from plan_helpers import make_repos, spec
 from console.cli import main
 from console.errors import SpecError
 from console.plan import build_plan
+from console.spec import RunSpec
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,8 +44,6 @@ def test_errors_exit_2_with_one_line(repos, tmp_path, capsys):
         (base + ["--variant", "nope"], "unknown variant 'nope'"),
         (base + ["--variant", "delta-compression"], "belongs to Level 2"),
         (base + ["--level", "5"], "Level 5 (Architecture-specific e2e) needs a variant"),
-        (["--framework", "nemo-rl", "--bridge-repo", bridge], "--repo is required for nemo-rl (or set NEMO_RL_REPO)"),
-        (["--framework", "verl", "--repo", verl], "--bridge-repo is required for verl (or set BRIDGE_REPO)"),
         (["--framework", "nemo-rl", "--repo", str(tmp_path / "missing"), "--bridge-repo", bridge], "no such directory"),
         (["--framework", "nemo-rl", "--repo", str(plain), "--bridge-repo", bridge], "not a git checkout"),
         (base + ["--model", str(tmp_path / "no-model")], "no such local model path"),
@@ -53,7 +53,7 @@ def test_errors_exit_2_with_one_line(repos, tmp_path, capsys):
         (base + ["--override", "policy.model_name=my model"], "contains whitespace"),
         (base + ["--env", "1BAD=x"], "invalid environment variable name"),
         (base + ["--env", "NOEQUALS"], "expected KEY=VALUE"),
-        (["--framework", "demo", "--override", "x=1"], "--override is not accepted for demo"),
+        (["--framework", "demo", "--override", "x=[1,"], "does not parse as a Hydra override"),
         (["--framework", "demo", "--level", "1"], "Level 1 is not a demo level"),
         (base + ["--bridge-test", "tests/unit_tests/nope.py"], "not found in the Bridge checkout"),
     ]
@@ -112,3 +112,38 @@ def test_module_entry_point_exit_code(repos):
                            "--repo", repos[1], "--bridge-repo", repos[0]], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Level 9" in proc.stderr
+
+
+def test_plan_without_a_checkout_resolves_on_the_manifest(repos, capsys):
+    """`plan` with no --repo/--bridge-repo: built and resolved against the upstream manifest, and it says so;
+    a run still needs both checkouts."""
+    from console.plan.resolve import load_manifest
+
+    bridge, nemo, verl = repos
+    commits = {k: v["commit"][:12] for k, v in load_manifest()["repos"].items()}
+    rc = main(["plan", "--framework", "nemo-rl", "--level", "0", "--level", "2", "--variant", "delta-compression"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    first = out.splitlines()[0]
+    assert first.startswith("warning: no checkout given for NeMo-RL ($NEMO_RL_REPO) and the Bridge ($BRIDGE_REPO)")
+    assert (f"resolved against the upstream manifest of nemo-rl {commits['nemo-rl']}, bridge {commits['bridge']}, "
+            "not your checkout") in first
+    assert "catalog_drift" not in out  # the README example fits upstream
+    assert "$ git -C '$NEMO_RL_REPO' status --short" in out
+    # only the Bridge given: the verl steps resolve on the manifest, the Bridge steps on the checkout
+    rc = main(["plan", "--framework", "verl", "--bridge-repo", bridge, "--json",
+               "--override", "trainer.total_training_step=3"])
+    captured = capsys.readouterr()
+    plan = json.loads(captured.out)
+    assert rc == 0 and f"manifest of verl {commits['verl']}, not your checkout" in plan["warnings"][0]
+    drift = plan["drift"]
+    assert [d["item"] for d in drift if d["origin"] == "user"] == ["trainer.total_training_step=3"]
+    assert any(d["closest"] == "trainer.total_training_steps" for d in drift)
+    assert any(d["step"] == "bridge-checks" and d["kind"] == "missing_path" for d in drift)  # empty Bridge checkout
+    # a run (build_plan without the fallback) and a checkout given but missing stay errors
+    with pytest.raises(SpecError, match="--repo is required for nemo-rl"):
+        build_plan(RunSpec(framework="nemo-rl", bridge_repo=bridge))
+    with pytest.raises(SpecError, match="--bridge-repo is required for verl"):
+        build_plan(RunSpec(framework="verl", repo=verl))
+    rc, err = _cli(["--framework", "nemo-rl", "--repo", nemo + "-missing"], capsys)
+    assert rc == 2 and "no such directory" in err

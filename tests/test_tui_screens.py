@@ -19,6 +19,7 @@ from console.errors import RunNotFound, SpecError  # noqa: E402
 from console.tui.app import ConsoleApp  # noqa: E402
 from console.tui.config import config_path  # noqa: E402
 from console.tui.widgets.logview import LogView  # noqa: E402
+from console.tui.widgets.virtuallog import VirtualLogView  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -242,12 +243,17 @@ def test_triage_screen_opens_log_from_prompt(tmp_path: Path) -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: screen_name(app) == "TriageScreen")
         tri = app.screen
-        view = tri.query_one("#triage-log", LogView)
-        await wait_for(pilot, lambda: view.total_lines == 52)
-        assert view.lines[0].split() == ["1", "line", "1"]
+        view = tri.query_one("#triage-log", VirtualLogView)
+        await wait_for(pilot, lambda: view.line_count == 51)
+        assert view.index.line(1) == "line 1"
         await wait_for(pilot, lambda: "triaging" not in str(tri.query_one("#triage-status").render()))
-        if tri.result is not None:
-            assert tri.result["verdict"] in ("Fail", "Blocked")
+        assert tri.result["verdict"] == "Fail"
+        detail = str(tri.query_one("#triage-advice").render())
+        # cause, evidence line, remedy and advice together (advice was overwritten by the evidence)
+        for part in ("cause: GPU out of memory", "line 51: torch.OutOfMemoryError", "remedy:", "advice: A GPU"):
+            assert part in detail, part
+        await pilot.press("enter")
+        assert view.target == 51 and view.has_focus
         await pilot.press("escape")
         assert screen_name(app) == "HomeScreen"
 

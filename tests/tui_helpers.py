@@ -6,11 +6,37 @@ for a back-end: the console only ever reads these files.
 
 from __future__ import annotations
 
+import atexit
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import psutil
+
 FIXED_T = 1_795_000_000.0  # fixed timestamps keep snapshots stable
+_STAND_INS: list[subprocess.Popen] = []
+
+
+def _stop_stand_ins() -> None:
+    for proc in _STAND_INS:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+atexit.register(_stop_stand_ins)
+
+
+def supervisor_stand_in(run: Path) -> tuple[int, float]:
+    """A live process that is this run's supervisor as far as identity goes (its command line names
+    ``console.runs.supervisor`` and the run folder): a running run without one is settled as
+    "supervisor lost" by every reader. Killed when the test session ends."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "console.runs.supervisor",
+                             str(run.resolve())], start_new_session=True, stdin=subprocess.DEVNULL)
+    _STAND_INS.append(proc)
+    return proc.pid, psutil.Process(proc.pid).create_time()
 
 
 def write_run(runs_dir: Path, run_id: str = "20261121-223600-demo-l0", *, status: str = "passed",
@@ -59,6 +85,8 @@ def write_run(runs_dir: Path, run_id: str = "20261121-223600-demo-l0", *, status
              "steps": [{"name": "demo-grpo", "status": status if status != "blocked" else "failed", "pid": None,
                         "pgid": None, "exit_code": None if status == "running" else (1 if failing else 0),
                         "started": created, "ended": None, "log": log, "reason": None}]}
+    if status == "running":
+        state["supervisor_pid"], state["supervisor_create_time"] = supervisor_stand_in(run)
     (run / "state.json").write_text(json.dumps(state))
     return run
 

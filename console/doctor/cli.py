@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
 import textwrap
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from console import exitcodes
@@ -52,6 +56,35 @@ def _remedy_text(remedy: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+@contextlib.contextmanager
+def progress_line(what: str) -> Iterator[None]:
+    """Say on stderr that checks are running (a ticking line on a terminal), then how long they took."""
+    tty = sys.stderr.isatty()
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(0.5):
+            sys.stderr.write(f"\r{what}... {time.monotonic() - start:.0f}s")
+            sys.stderr.flush()
+
+    sys.stderr.write(f"{what}...")
+    sys.stderr.write("" if tty else "\n")
+    sys.stderr.flush()
+    ticker = threading.Thread(target=tick, daemon=True) if tty else None
+    if ticker is not None:
+        ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if ticker is not None:
+            ticker.join()
+        done = f"{what}: done in {time.monotonic() - start:.1f}s"
+        sys.stderr.write(("\r\x1b[K" + done if tty else done) + "\n")
+        sys.stderr.flush()
+
+
 def exit_code(result: dict[str, Any]) -> int:
     return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS
 
@@ -59,7 +92,8 @@ def exit_code(result: dict[str, Any]) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     plan = build_plan_if_available(spec)
-    result = run_doctor(spec, plan)
+    with progress_line("doctor: running preflight checks"):
+        result = run_doctor(spec, plan)
     if getattr(args, "json", False):
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,9 @@ class DoctorContext:
     python: str
     gpus_needed: int
     catalog: dict[str, Any] = field(default_factory=doctor_catalog)
+    # probes shared by several checks (the run's interpreter), computed once under the lock
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def framework(self) -> str:

@@ -15,17 +15,30 @@ ROCM_NAMES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
 
 def check_visible_devices(ctx: DoctorContext) -> dict[str, Any]:
+    """ROCm/HIP variables next to CUDA's, graded per framework (doctor.toml says which code raises what)."""
     rocm = [n for n in ROCM_NAMES if ctx.env.get(n) is not None]
     cuda = ctx.env.get("CUDA_VISIBLE_DEVICES")
+    if not rocm:
+        evidence = f"CUDA_VISIBLE_DEVICES={cuda!r}" if cuda is not None else "CUDA_VISIBLE_DEVICES unset"
+        return finding(VISIBLE_ID, "ok", f"{evidence}; no ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES")
     shown = ", ".join(f"{n}={ctx.env[n]!r}" for n in rocm)
-    if rocm and cuda is not None:
-        return finding(VISIBLE_ID, "conflict", f"{shown} together with CUDA_VISIBLE_DEVICES={cuda!r}",
-                       make_remedy(unset=rocm), names=" and ".join(rocm))
-    if rocm and not ctx.is_demo:
-        return finding(VISIBLE_ID, "rocm_only", f"{shown}; CUDA_VISIBLE_DEVICES unset",
-                       make_remedy(unset=rocm), names=" and ".join(rocm))
-    evidence = f"CUDA_VISIBLE_DEVICES={cuda!r}" if cuda is not None else "CUDA_VISIBLE_DEVICES unset"
-    return finding(VISIBLE_ID, "ok", f"{evidence}; no ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES")
+    cuda_text = f"CUDA_VISIBLE_DEVICES={cuda!r}" if cuda is not None else "CUDA_VISIBLE_DEVICES unset"
+    evidence = f"{shown}; {cuda_text}"
+    remedy = make_remedy(unset=rocm)
+    names = " and ".join(rocm)
+    if ctx.framework == "verl":
+        hip = ctx.env.get("HIP_VISIBLE_DEVICES")
+        if "ROCR_VISIBLE_DEVICES" in rocm:
+            return finding(VISIBLE_ID, "verl_rocr", evidence, remedy, names=names)
+        if hip and cuda and hip != cuda:
+            return finding(VISIBLE_ID, "verl_hip_mismatch", evidence, remedy, names=names)
+        return finding(VISIBLE_ID, "verl_hip", evidence, remedy, names=names)
+    if ctx.framework == "nemo-rl":
+        return finding(VISIBLE_ID, "nemo_rl_rocm", evidence, remedy, names=names)
+    if cuda is not None:
+        return finding(VISIBLE_ID, "conflict", f"{shown} together with CUDA_VISIBLE_DEVICES={cuda!r}", remedy,
+                       names=names)
+    return finding(VISIBLE_ID, "ok", f"{evidence} (the demo starts no Ray GPU workers)")
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 from console.doctor.context import DoctorContext, existing_ancestor
 from console.doctor.hf import hf_home, hub_cache, local_model_path, snapshot_dir, verl_model_path
 from console.doctor.result import Item, combine
+from console.fileio import runs_folder_problem
 
 CHECK_ID = "disk_space"
 GIB = 1024**3
@@ -87,6 +88,10 @@ def check_disk_space(ctx: DoctorContext) -> dict[str, Any]:
     disk = ctx.catalog["disk"]
     floors = disk["min_free_gib"]
     groups: dict[object, list[Place]] = {}
+    runs_dir = ctx.run_dir or Path(ctx.spec.runs_dir)
+    why = runs_folder_problem(runs_dir)
+    unwritable = [] if why is None else [Item("runs_unwritable", f"runs folder {runs_dir}: {why}",
+                                              facts={"path": str(runs_dir), "why": why})]
     for place in places(ctx):
         groups.setdefault(_fs_key(place.path), []).append(place)
     items: list[Item] = []
@@ -106,4 +111,4 @@ def check_disk_space(ctx: DoctorContext) -> dict[str, Any]:
     for item in items:
         if item.case in short:
             item.facts = {"paths": "; ".join(short[item.case])}
-    return combine(CHECK_ID, items)
+    return combine(CHECK_ID, items + unwritable)

@@ -7,29 +7,33 @@ from pathlib import Path
 from typing import Any
 
 from console.doctor.context import DoctorContext
-from console.doctor.probe import MARKER, run_probe
-from console.doctor.result import NOT_APPLICABLE_DEMO, finding, make_remedy
+from console.doctor.interpreter import python_argv
+from console.doctor.probe import MARKER, ProbeResult, run_probe
+from console.doctor.result import NOT_APPLICABLE_DEMO, Item, advice_for, combine, finding, make_remedy
 
 CHECK_ID = "hf_snapshot"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
-# argv: snapshot path. Loads config and tokenizer with local_files_only=True, as the procedure shows.
+# argv: snapshot paths. Loads each config and tokenizer with local_files_only=True, as the procedure
+# shows; prints {path: answer} once at the end.
 LOAD_PROBE = f"""
 import json, sys
-path = sys.argv[1]
 try:
     from transformers import AutoConfig, AutoTokenizer
 except ModuleNotFoundError as exc:
     print({MARKER!r} + json.dumps({{"no_transformers": str(exc)}}), flush=True)
     raise SystemExit(0)
-try:
-    config = AutoConfig.from_pretrained(path, trust_remote_code=True, local_files_only=True)
-    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True, local_files_only=True)
-except BaseException as exc:
-    print({MARKER!r} + json.dumps({{"error": type(exc).__name__ + ": " + str(exc)[:500]}}), flush=True)
-    raise SystemExit(0)
-print({MARKER!r} + json.dumps({{"config": type(config).__name__, "model_type": getattr(config, "model_type", None),
-      "tokenizer": type(tokenizer).__name__, "vocab_size": tokenizer.vocab_size}}), flush=True)
+out = {{}}
+for path in sys.argv[1:]:
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=True, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True, local_files_only=True)
+    except BaseException as exc:
+        out[path] = {{"error": type(exc).__name__ + ": " + str(exc)[:500]}}
+        continue
+    out[path] = {{"config": type(config).__name__, "model_type": getattr(config, "model_type", None),
+                 "tokenizer": type(tokenizer).__name__, "vocab_size": tokenizer.vocab_size}}
+print({MARKER!r} + json.dumps({{"paths": out}}), flush=True)
 """
 
 
@@ -83,14 +87,112 @@ def pin_remedy(ctx: DoctorContext, path: Path) -> dict[str, Any]:
     return make_remedy(env={**OFFLINE_ENV, "MODEL_PATH": str(path)})
 
 
+def _override(argv: list[str], key: str) -> str | None:
+    """The value Hydra ends with for `key` in an argv (the last `key=`, `+key=` or `++key=` wins)."""
+    value = None
+    for arg in argv:
+        k, sep, v = str(arg).partition("=")
+        if sep and k.lstrip("+") == key:
+            value = v.strip("'\"")
+    return value
+
+
+def step_models(ctx: DoctorContext) -> dict[str, list[str]]:
+    """{model: [plan steps that load it]}: the models each training step's wrapper downloads.
+
+    Which model a wrapper uses is upstream fact ([wrapper_models] in doctor.toml, with the commit);
+    a `key=value` later in the step's argv (the catalog's, --model's, the user's) or the wrapper's
+    variable in the step's environment replaces it."""
+    table = {w["script"]: w["models"] for w in ctx.catalog["wrapper_models"].get(ctx.framework, [])}
+    out: dict[str, list[str]] = {}
+    for step in ctx.steps():
+        if step.get("kind") != "train":
+            continue
+        argv = [str(a) for a in step.get("argv") or []]
+        env = {**ctx.env, **{k: str(v) for k, v in (step.get("env") or {}).items()}}
+        script = next((a for a in argv if a.endswith(".sh")), None)
+        entries = table.get(script or "", [{"role": "policy", "key": "policy.model_name"}])
+        for entry in entries:
+            model = (_override(argv, entry["key"]) if entry.get("key") else None) \
+                or (env.get(entry["env"]) if entry.get("env") else None) or entry.get("default")
+            if model and "$" not in model and "{" not in model:
+                out.setdefault(model, []).append(str(step.get("name")))
+    return out
+
+
+def _load(ctx: DoctorContext, paths: list[Path]) -> tuple[ProbeResult, str]:
+    argv, label = python_argv(ctx)
+    probe = run_probe([*argv, "-c", LOAD_PROBE, *map(str, paths)], {**ctx.env, **OFFLINE_ENV}, None,
+                      float(ctx.catalog["defaults"]["hf_load_timeout_s"]) * max(1, len(paths)))
+    return probe, label
+
+
 def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
+    if ctx.is_demo:
+        return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
+    if ctx.framework == "nemo-rl":
+        models = step_models(ctx)
+        if len(models) > 1:
+            return check_models(ctx, models)
+        if models:
+            model, steps = next(iter(models.items()))
+            return check_one(ctx, model, f" ({', '.join(steps)})")
     model = ctx.model()
-    if ctx.is_demo or not model:
-        return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO if ctx.is_demo else "no model")
+    if ctx.framework == "verl" and not ctx.spec.model and not ctx.setting("MODEL_ID"):
+        model = next(iter(step_models(ctx)), None) or model
+    if not model:
+        return finding(CHECK_ID, "not_applicable", "no model")
+    return check_one(ctx, model, "")
+
+
+def _offline(ctx: DoctorContext) -> bool:
+    return ctx.env.get("HF_HUB_OFFLINE", "") not in ("", "0") or ctx.env.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
+
+
+def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, Any]:
+    """Several models (one per selected level's wrapper): each must be in the cache and load offline."""
+    cache = hub_cache(ctx.env)
+    offline = _offline(ctx)
+    items: list[Item] = []
+    found: dict[str, Path] = {}
+    for model, steps in models.items():
+        path = local_model_path(ctx, model) or snapshot_dir(cache, model)
+        if path is None:
+            items.append(Item("missing_offline" if offline else "missing",
+                              f"{model} ({', '.join(steps)}): no snapshot under {cache}",
+                              facts={"model": model, "cache": str(cache)}))
+        else:
+            found[model] = path
+    if found:
+        probe, label = _load(ctx, list(found.values()))
+        answers = (probe.payload or {}).get("paths") or {}
+        for model, path in found.items():
+            steps = ", ".join(models[model])
+            answer = answers.get(str(path))
+            if probe.payload and "no_transformers" in probe.payload:
+                items.append(Item("no_transformers", f"{model} ({steps}) at {path}: {probe.payload['no_transformers']}",
+                                  facts={"python": label}))
+            elif answer is None:
+                items.append(Item("broken", f"{model} ({steps}) at {path}: no answer ({probe.problem()})",
+                                  facts={"path": str(path)}))
+            elif "error" in answer:
+                items.append(Item("broken" if offline else "incomplete", f"{model} ({steps}) at {path}: {answer['error']}",
+                                  facts={"path": str(path)}))
+            else:
+                items.append(Item("ok", f"{model} ({steps}) loads offline from {path}: {answer['config']} "
+                                        f"({answer['model_type']}), {answer['tokenizer']} vocab {answer['vocab_size']}"))
+    entry = combine(CHECK_ID, items)
+    if entry["status"] == "ok":  # every model is cached and loads: the ids resolve offline
+        entry["remedy"] = make_remedy(env=OFFLINE_ENV)
+        entry["advice"] = advice_for(CHECK_ID, "ok")[1]
+    return entry
+
+
+def check_one(ctx: DoctorContext, model: str, steps: str) -> dict[str, Any]:
     cache = hub_cache(ctx.env)
     local = local_model_path(ctx, model)
     path = local or snapshot_dir(cache, model)
-    offline = ctx.env.get("HF_HUB_OFFLINE", "") not in ("", "0") or ctx.env.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
+    offline = _offline(ctx)
     if ctx.framework == "verl" and local is None:
         wanted = verl_model_path(ctx)
         if path is None:
@@ -99,18 +201,19 @@ def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
                            model=model, path=str(wanted))
     if path is None:
         case = "missing_offline" if offline else "missing"
-        return finding(CHECK_ID, case, f"{model}: no snapshot under {cache}", model=model, cache=str(cache))
-    probe = run_probe([ctx.python, "-c", LOAD_PROBE, str(path)], {**ctx.env, **OFFLINE_ENV}, None,
-                      float(ctx.catalog["defaults"]["hf_load_timeout_s"]))
+        return finding(CHECK_ID, case, f"{model}{steps}: no snapshot under {cache}", model=model, cache=str(cache))
+    probe, label = _load(ctx, [path])
     answer = probe.payload
+    if answer is not None and "paths" in answer:
+        answer = answer["paths"].get(str(path))
     if answer is None:
         return finding(CHECK_ID, "broken", f"{path}: no answer ({probe.problem()})", path=str(path))
     if "no_transformers" in answer:
-        return finding(CHECK_ID, "no_transformers", f"{path}: {answer['no_transformers']}", python=ctx.python)
+        return finding(CHECK_ID, "no_transformers", f"{path}: {answer['no_transformers']}", python=label)
     if "error" in answer:
         return finding(CHECK_ID, "broken" if offline else "incomplete", f"{path}: {answer['error']}",
                        path=str(path))
-    loaded = (f"{path} loads offline: {answer['config']} ({answer['model_type']}), "
+    loaded = (f"{model}{steps}: {path} loads offline: {answer['config']} ({answer['model_type']}), "
               f"{answer['tokenizer']} vocab {answer['vocab_size']}")
     if local is not None:
         return finding(CHECK_ID, "local_ok", loaded)

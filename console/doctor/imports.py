@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from console.doctor.context import DoctorContext
+from console.doctor.interpreter import bridge_probe, python_argv, run_interpreter
 from console.doctor.probe import MARKER, ProbeResult, run_probe
 from console.doctor.ray_cluster import detect_cluster
 from console.doctor.repos import vendored_bridge_item
@@ -120,9 +121,16 @@ def check_bridge_import_driver(ctx: DoctorContext) -> dict[str, Any]:
     if ctx.bridge is None:
         return finding(DRIVER_ID, "missing", "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)",
                        expected="<unset>")
-    probe = run_probe([ctx.python, "-c", DRIVER_PROBE], ctx.env, ctx.cwd, _timeout(ctx, "import_timeout_s"))
-    return judge_import(ctx, DRIVER_ID, f"driver ({ctx.python})", probe,
+    from_run = bridge_probe(ctx)  # the run's own interpreter, probed once for every check
+    if from_run is not None:
+        probe, where = from_run
+        pythonpath = run_interpreter(ctx).env.get("PYTHONPATH", "")
+        return judge_import(ctx, DRIVER_ID, where, probe, f"PYTHONPATH={pythonpath}")
+    argv, label = python_argv(ctx)
+    probe = run_probe([*argv, "-c", DRIVER_PROBE], ctx.env, ctx.cwd, _timeout(ctx, "import_timeout_s"))
+    return judge_import(ctx, DRIVER_ID, f"driver ({label})", probe,
                         f"PYTHONPATH={ctx.env.get('PYTHONPATH', '')}")
+
 
 
 def check_bridge_import_ray_worker(ctx: DoctorContext) -> dict[str, Any]:
@@ -139,5 +147,6 @@ def check_bridge_import_ray_worker(ctx: DoctorContext) -> dict[str, Any]:
     else:
         env.pop("RAY_ADDRESS", None)
         mode, where = "local", "Ray worker on a throw-away local cluster"
-    probe = run_probe([ctx.python, "-c", WORKER_PROBE, mode, str(max(timeout - 15, 10))], env, ctx.cwd, timeout)
-    return judge_import(ctx, WORKER_ID, where, probe)
+    argv, label = python_argv(ctx)
+    probe = run_probe([*argv, "-c", WORKER_PROBE, mode, str(max(timeout - 15, 10))], env, ctx.cwd, timeout)
+    return judge_import(ctx, WORKER_ID, f"{where}, driver {label}", probe)

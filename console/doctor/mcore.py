@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
 
 from console.doctor.context import DoctorContext
+from console.doctor.interpreter import run_interpreter
 from console.doctor.probe import MARKER, run_probe
 from console.doctor.result import NOT_APPLICABLE_DEMO, finding, make_remedy
 
@@ -15,12 +17,17 @@ CHECK_ID = "mcore_helpers"
 _SUFFIX_PROBE = f"import json, sysconfig; print({MARKER!r} + json.dumps(sysconfig.get_config_var('EXT_SUFFIX') or '.so'))"
 
 
-def ext_suffix(ctx: DoctorContext) -> str:
-    """EXT_SUFFIX of the interpreter the run uses (asked in a subprocess when it is not this one)."""
+def ext_suffix(ctx: DoctorContext) -> tuple[str, str]:
+    """(EXT_SUFFIX, whose): from the interpreter the run uses, probed in its own environment; the
+    console's interpreter only when the run's could not be probed (and the evidence says so)."""
+    it = run_interpreter(ctx)
+    if it.usable and it.answer.get("ext_suffix"):
+        return str(it.answer["ext_suffix"]), f"EXT_SUFFIX of the run's interpreter {it.answer.get('executable')}"
+    whose = f"EXT_SUFFIX of the console's {ctx.python} (the run's `{it.command}` could not be probed: {it.problem})"
     if ctx.python == sys.executable:
-        return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        return sysconfig.get_config_var("EXT_SUFFIX") or ".so", whose
     probe = run_probe([ctx.python, "-c", _SUFFIX_PROBE], ctx.env, None, 30)
-    return str(probe.payload) if isinstance(probe.payload, str) else ".so"
+    return (str(probe.payload) if isinstance(probe.payload, str) else ".so"), whose
 
 
 def mcore_root(ctx: DoctorContext) -> Path | None:
@@ -42,10 +49,10 @@ def check_mcore_helpers(ctx: DoctorContext) -> dict[str, Any]:
     if root is None:
         where = str(ctx.bridge / ctx.catalog["paths"]["mcore_in_bridge"]) if ctx.bridge else "PYTHONPATH"
         return finding(CHECK_ID, "no_mcore", f"no megatron/core on PYTHONPATH or under {where}", mcore=where)
-    ext = ext_suffix(ctx)
+    ext, whose = ext_suffix(ctx)
     datasets = root / ctx.catalog["paths"]["mcore_helpers_dir"]
     config = ctx.probes.which("python3-config")
-    config_note = f"python3-config: {config or 'not on PATH'}"
+    config_note = f"python3-config: {config or 'not on PATH'}; {whose}"
     expected = datasets / f"helpers_cpp{ext}"
     build = make_remedy(commands=[["make", "-C", str(datasets), f"LIBEXT={ext}"]])
     if expected.is_file():
@@ -54,5 +61,9 @@ def check_mcore_helpers(ctx: DoctorContext) -> dict[str, Any]:
     if others:
         return finding(CHECK_ID, "suffixless", f"{datasets}: {', '.join(others)} but no helpers_cpp{ext}; "
                        f"{config_note}", build, ext=ext)
-    case = "not_built" if config else "not_built_no_config"
-    return finding(CHECK_ID, case, f"{datasets}: no helpers_cpp{ext}; {config_note}", build, ext=ext)
+    if not config:
+        case = "not_built_no_config"
+    else:
+        case = "not_built_writable" if os.access(datasets, os.W_OK) else "not_built"
+    return finding(CHECK_ID, case, f"{datasets}: no helpers_cpp{ext}; {config_note}", build, ext=ext,
+                   datasets=str(datasets))

@@ -43,8 +43,10 @@ def _kill_group(proc: subprocess.Popen[str], grace: float = 5.0) -> None:
             continue
 
 
-def run_probe(argv: list[str], env: Mapping[str, str], cwd: str | None, timeout: float) -> ProbeResult:
-    """Run `argv`; the probe prints `RLC-DOCTOR <json>` lines on stdout. Kills its whole group on timeout."""
+def run_probe(argv: list[str], env: Mapping[str, str], cwd: str | None, timeout: float,
+              stderr_limit: int = 4000) -> ProbeResult:
+    """Run `argv`; the probe prints `RLC-DOCTOR <json>` lines on stdout. Kills its whole group on timeout.
+    `stderr_tail` keeps the last `stderr_limit` characters of stderr."""
     if cwd is not None and not os.path.isdir(cwd):
         cwd = None
     try:
@@ -67,4 +69,4 @@ def run_probe(argv: list[str], env: Mapping[str, str], cwd: str | None, timeout:
                 payload = json.loads(line[len(MARKER):])
             except json.JSONDecodeError:
                 continue
-    return ProbeResult(proc.returncode, payload, err[-4000:], timed_out)
+    return ProbeResult(proc.returncode, payload, err[-stderr_limit:], timed_out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,6 +14,8 @@ from console.doctor.disk import check_disk_space
 from console.doctor.drift import check_catalog_drift
 from console.doctor.hf import check_hf_snapshot
 from console.doctor.imports import check_bridge_import_driver, check_bridge_import_ray_worker
+from console.doctor.interpreter import RunInterpreter
+from console.doctor.interpreter_check import check_run_interpreter
 from console.doctor.mcore import check_mcore_helpers
 from console.doctor.ray_cluster import check_stale_ray
 from console.doctor.repos import check_repo_state
@@ -26,6 +29,7 @@ Check = Callable[[DoctorContext], dict[str, Any]]
 
 CHECKS: dict[str, Check] = {
     "repo_state": check_repo_state,
+    "run_interpreter": check_run_interpreter,
     "bridge_import_driver": check_bridge_import_driver,
     "bridge_import_ray_worker": check_bridge_import_ray_worker,
     "visible_devices": check_visible_devices,
@@ -67,7 +71,11 @@ def _redacted(entry: dict[str, Any]) -> dict[str, Any]:
 def run_doctor(spec: RunSpec, plan: Any = None, *, checks: list[str] | None = None,
                probes: Probes | None = None, run_dir: Path | None = None,
                context: DoctorContext | None = None) -> dict[str, Any]:
-    """Run the preflight checks; returns `{"verdict": "ok|warn|block", "checks": [...]}`.
+    """Run the preflight checks; returns `{"verdict": "ok|warn|block", "checks": [...], "interpreter": {...}}`.
+
+    `interpreter` (present when a check probed it) is the run's own interpreter: its command,
+    executable, Python version, EXT_SUFFIX and the versions of torch, vLLM, Megatron-Core,
+    TransformerEngine, transformers and Ray as it imports them (None: not installed).
 
     `plan` is a `console.plan.Plan` (or its dict); without one the procedures' PYTHONPATH is computed
     from the spec. `checks` picks ids (default all, in report order); `probes` replaces machine readings
@@ -81,4 +89,8 @@ def run_doctor(spec: RunSpec, plan: Any = None, *, checks: list[str] | None = No
     workers = max(1, int(ctx.catalog["defaults"]["parallel"]))
     with ThreadPoolExecutor(max_workers=min(workers, len(wanted))) as pool:
         results = list(pool.map(lambda cid: _run_one(cid, ctx), wanted))
-    return {"verdict": overall_verdict(results), "checks": results}
+    out: dict[str, Any] = {"verdict": overall_verdict(results), "checks": results}
+    interp = ctx.cache.get("interpreter")
+    if isinstance(interp, RunInterpreter):
+        out["interpreter"] = json.loads(redact_text(json.dumps(interp.to_dict())))
+    return out

@@ -8,6 +8,7 @@ from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.devices import cuda_arch_list
+from console.doctor.interpreter import python_argv
 from console.doctor.probe import MARKER, run_probe
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding, make_remedy
 
@@ -49,7 +50,7 @@ def verl_uv_item(ctx: DoctorContext) -> Item:
         return Item("ok", "verl wrapper: no uv launcher (runs python3 directly)")
     value = ctx.setting("VERL_USE_UV")
     if value == "0":
-        return Item("ok", "VERL_USE_UV=0 (local Bridge checkout used)")
+        return Item("ok", "VERL_USE_UV=0: the wrapper runs the image's python3")
     return Item("verl_uses_uv", f"verl wrapper has a uv launcher and VERL_USE_UV={value or '<unset, 1>'}",
                 make_remedy(env={"VERL_USE_UV": "0"}))
 
@@ -59,10 +60,11 @@ def profiler_item(ctx: DoctorContext) -> Item:
     steps = ctx.override_value("global_profiler.steps")
     if tool in _FALSE or steps in _FALSE:
         return Item("ok", "profiler: disabled by override")
-    probe = run_probe([ctx.python, "-c", _NVTX_PROBE], ctx.env, None, 30)
+    argv, label = python_argv(ctx)
+    probe = run_probe([*argv, "-c", _NVTX_PROBE], ctx.env, ctx.cwd, 60)
     has_nvtx = probe.payload is True
     nsys = ctx.probes.which("nsys")
-    evidence = f"nvtx: {'importable' if has_nvtx else 'not importable'} by {ctx.python}; nsys: {nsys or 'not on PATH'}"
+    evidence = f"nvtx: {'importable' if has_nvtx else 'not importable'} by {label}; nsys: {nsys or 'not on PATH'}"
     if has_nvtx and nsys:
         return Item("ok", evidence)
     return Item("no_nvtx", evidence, make_remedy(overrides=["global_profiler.tool=null"]))
@@ -105,7 +107,8 @@ def fingerprint_item(ctx: DoctorContext, timeout: float | None = None) -> Item:
     if script is None or not script.is_file():
         return Item("ok", f"container fingerprint: no {script} in the checkout; not compared")
     limit = timeout or float(ctx.catalog["defaults"]["fingerprint_timeout_s"])
-    probe = run_probe([ctx.python, "-c", _RUN_SCRIPT, str(script)], ctx.env, str(ctx.repo), limit)
+    argv, _label = python_argv(ctx)
+    probe = run_probe([*argv, "-c", _RUN_SCRIPT, str(script)], ctx.env, str(ctx.repo), limit)
     if not isinstance(probe.payload, str):
         return Item("ok", f"container fingerprint: {script} gave no answer ({probe.problem()}); not compared")
     try:

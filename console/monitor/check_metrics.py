@@ -4,7 +4,10 @@ The assertion language of NeMo-RL's tests/check_metrics.py (``data``, ``min``, `
 ``median``, ``ratio_above`` with the same argument meanings, plus ``len abs float int round`` and
 ``in``), evaluated by walking the ``ast`` instead of ``eval``: anything outside the language
 (attribute access, other names, lambdas, comprehensions, dunder strings, ...) is refused before
-any part of the expression runs. Messages keep NeMo-RL's shapes (``PASS: <check>``,
+any part of the expression runs. Bounds keep every check cheap: at most ``MAX_NODES`` nodes nested
+``MAX_DEPTH`` deep, integers of at most ``MAX_INT_BITS`` bits (``**`` and ``*`` are refused before
+they compute more), ``round`` with ``|ndigits| <= MAX_NDIGITS``, and ``CPU_LIMIT_S`` of CPU time per
+check; a check beyond them is refused (exit 2), never left to hang. Messages keep NeMo-RL's shapes (``PASS: <check>``,
 ``FAIL: <check> (condition evaluated to False)``, ``(key not found: ...)``, ``(index error: ...)``,
 ``(error: ...)``). Exit 0 when all pass, 1 when one fails, 2 for a refused or unparsable check.
 """
@@ -15,13 +18,21 @@ import argparse
 import ast
 import json
 import operator
+import signal
 import statistics
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from console.errors import ConsoleError
+
+MAX_NODES = 400
+MAX_DEPTH = 40
+MAX_INT_BITS = 4096
+MAX_NDIGITS = 400
+CPU_LIMIT_S = 2.0
 
 
 class RefusedExpression(ConsoleError):
@@ -100,6 +111,8 @@ def _ratio_above(value: Any, threshold: float) -> float:
 
 
 def _round(x: Any, ndigits: int | None = None) -> Any:
+    if ndigits is not None and (not isinstance(ndigits, int) or abs(ndigits) > MAX_NDIGITS):
+        raise RefusedExpression(f"refused: round() ndigits must be an integer within +-{MAX_NDIGITS}")
     return round(x) if ndigits is None else round(x, ndigits)
 
 
@@ -143,8 +156,41 @@ def validate(check: str) -> ast.Expression:
         tree = ast.parse(check.strip(), mode="eval")
     except SyntaxError as e:
         raise RefusedExpression(f"unparsable: {e.msg}") from None
+    except (RecursionError, MemoryError):
+        raise RefusedExpression(f"refused: nested deeper than {MAX_DEPTH} levels") from None
+    _check_size(tree.body)
     _check(tree.body)
     return tree
+
+
+def _check_size(root: ast.AST) -> None:
+    """Node and depth caps, counted without recursion (a 5000-deep expression is refused, not a crash)."""
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise RefusedExpression(f"refused: more than {MAX_NODES} parts in one check")
+        if depth > MAX_DEPTH:
+            raise RefusedExpression(f"refused: nested deeper than {MAX_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _int_bits(x: Any) -> int:
+    return abs(int(x)).bit_length() if isinstance(x, int) else 0
+
+
+def _bounded(op: ast.operator, a: Any, b: Any) -> None:
+    """Refuse an integer operation whose result would exceed ``MAX_INT_BITS`` (before computing it)."""
+    if isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and b > 0:
+        if abs(a) > 1 and (_int_bits(a) - 1) * b > MAX_INT_BITS:
+            raise RefusedExpression(f"refused: ** result larger than {MAX_INT_BITS} bits")
+    elif isinstance(op, ast.Pow) and isinstance(b, int | float) and abs(b) > 10_000:
+        raise RefusedExpression("refused: exponent too large")
+    elif isinstance(op, ast.Mult) and isinstance(a, int) and isinstance(b, int) \
+            and _int_bits(a) + _int_bits(b) > MAX_INT_BITS:
+        raise RefusedExpression(f"refused: * result larger than {MAX_INT_BITS} bits")
 
 
 def _check(node: ast.AST) -> None:  # noqa: C901 - one branch per allowed node kind
@@ -236,9 +282,11 @@ def _eval(node: ast.AST, data: Any) -> Any:
         a, b = _eval(node.left, data), _eval(node.right, data)
         if not all(isinstance(x, int | float) for x in (a, b)):
             raise TypeError(f"arithmetic needs numbers, got {type(a).__name__} and {type(b).__name__}")
-        if isinstance(node.op, ast.Pow) and abs(b) > 1000:
-            raise ValueError("exponent too large")
-        return _BIN[type(node.op)](a, b)
+        _bounded(node.op, a, b)
+        result = _BIN[type(node.op)](a, b)
+        if isinstance(result, int) and _int_bits(result) > MAX_INT_BITS:
+            raise RefusedExpression(f"refused: integer larger than {MAX_INT_BITS} bits")
+        return result
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, data)
         if isinstance(node.op, ast.Not):
@@ -250,6 +298,34 @@ def _eval(node: ast.AST, data: Any) -> Any:
         kwargs = {kw.arg: _eval(kw.value, data) for kw in node.keywords}
         return fn(*args, **kwargs)
     raise RefusedExpression(f"refused: {type(node).__name__}")  # unreachable after validate()
+
+
+class _CpuLimit:
+    """Raise RefusedExpression after ``seconds`` of CPU time (ITIMER_VIRTUAL), main thread only."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = False
+        self.previous: Any = None
+
+    def _fire(self, _signum: int, _frame: object) -> None:
+        raise RefusedExpression(f"refused: the check used more than {self.seconds:g} s of CPU")
+
+    def __enter__(self) -> _CpuLimit:
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+            self.previous = signal.signal(signal.SIGVTALRM, self._fire)
+            signal.setitimer(signal.ITIMER_VIRTUAL, self.seconds)
+            self.armed = True
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.armed:
+            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+            signal.signal(signal.SIGVTALRM, self.previous or signal.SIG_DFL)
+
+
+def _cpu_limit(seconds: float) -> _CpuLimit:
+    return _CpuLimit(seconds)
 
 
 def _value_expr(check: str) -> str:
@@ -268,8 +344,11 @@ def evaluate_check(data: Any, check: str) -> CheckResult:
     except RefusedExpression:
         value_tree = None  # e.g. "x != 1" splits into "x !": no separate value, as upstream
     try:
-        value = _eval(value_tree.body, data) if value_tree is not None else None
-        result = _eval(tree.body, data)
+        with _cpu_limit(CPU_LIMIT_S):
+            value = _eval(value_tree.body, data) if value_tree is not None else None
+            result = _eval(tree.body, data)
+    except RefusedExpression as e:
+        return CheckResult(check, False, f"REFUSED: {check} ({e})", None, refused=True)
     except KeyError as e:
         return CheckResult(check, False, f"FAIL: {check} (key not found: {e})")
     except IndexError as e:

@@ -21,7 +21,16 @@ from console.errors import SpecError
 from console.plan.gpus import visible_gpus
 from console.plan.model import Plan, Step
 from console.plan.overrides import check_unquoted, effective_values, parse_override, validate_overrides
-from console.plan.resolve import CheckoutSource, Source, override_args, resolve_step
+from console.plan.resolve import (
+    CheckoutSource,
+    ManifestSource,
+    RoleSource,
+    Source,
+    load_manifest,
+    manifest_commits,
+    override_args,
+    resolve_step,
+)
 from console.spec import RunSpec
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -193,8 +202,13 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def build_plan(spec: RunSpec) -> Plan:
-    """Turn a run spec into ordered, exact steps; SpecError (one line) on bad input."""
+def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
+    """Turn a run spec into ordered, exact steps; SpecError (one line) on bad input.
+
+    ``manifest_fallback`` (``rl-console plan``): a checkout that was not given at all is not an error;
+    its paths show as ``$NEMO_RL_REPO``-style placeholders and its steps resolve against the upstream
+    manifest, which a warning says. A checkout given but missing is still an error, and a run always
+    needs both checkouts."""
     try:
         cat = load_framework(spec.framework)
     except CatalogError as exc:
@@ -204,10 +218,17 @@ def build_plan(spec: RunSpec) -> Plan:
     warnings: list[str] = []
 
     repo = bridge = None
+    from_manifest: dict[str, str] = {}  # role -> placeholder, for checkouts resolved on the manifest
     if cat.needs_repo:
-        repo = _git_checkout(spec.repo, "--repo", cat.name, cat.repo_env or "the repo variable")
-    if cat.needs_bridge:
-        bridge = _git_checkout(spec.bridge_repo, "--bridge-repo", cat.name, "BRIDGE_REPO")
+        if manifest_fallback and not spec.repo:
+            from_manifest["repo"] = f"${cat.repo_env or 'REPO'}"
+        else:
+            repo = _git_checkout(spec.repo, "--repo", cat.name, cat.repo_env or "the repo variable")
+    if cat.needs_bridge or spec.bridge_repo:  # optional where not needed (the demo's weight-conversion hook)
+        if cat.needs_bridge and manifest_fallback and not spec.bridge_repo:
+            from_manifest["bridge"] = "$BRIDGE_REPO"
+        else:
+            bridge = _git_checkout(spec.bridge_repo, "--bridge-repo", cat.name, "BRIDGE_REPO")
     if cat.overrides == "none" and spec.overrides:
         raise SpecError(f"--override is not accepted for {cat.name}: it has no Hydra config")
     model, local_model = _model(spec.model)
@@ -219,13 +240,14 @@ def build_plan(spec: RunSpec) -> Plan:
     def lookup(name: str) -> str | None:
         return user_env.get(name) if name in user_env else os.environ.get(name)
 
-    ctx = _Ctx({"repo": repo or "", "bridge": bridge or "", "model": model or "", "python": sys.executable,
+    ctx = _Ctx({"repo": repo or from_manifest.get("repo", ""), "bridge": bridge or from_manifest.get("bridge", ""),
+                "model": model or "", "python": sys.executable,
                 "home": str(Path.home())}, lookup)
     for key, template in cat.placeholders.items():
         ctx.values[key] = ctx.expand(template)
     pythonpath = None
-    if cat.pythonpath:
-        parts = [ctx.expand(p) for p in cat.pythonpath]
+    parts = [x for x in (ctx.expand(p) for p in cat.pythonpath) if x]  # an unset optional repo adds nothing
+    if parts:
         existing = lookup("PYTHONPATH")
         pythonpath = ":".join(parts + ([existing] if existing else []))
     ctx.values["pythonpath"] = pythonpath or ""
@@ -283,7 +305,8 @@ def build_plan(spec: RunSpec) -> Plan:
             for arg in extra:
                 if script:
                     warnings.extend(check_unquoted(arg, script))
-                parse_override(arg)
+                if not arg.startswith("-") and ("=" in arg or arg.startswith("~")):  # not a flag or its value
+                    parse_override(arg)
             mine = user_for.get((st.config, _script(argv)), list(user_overrides))
         catalog_args = override_args(argv[1:] + extra)
         extra += mine
@@ -303,7 +326,8 @@ def build_plan(spec: RunSpec) -> Plan:
         if st.steps_env and _int(env.get(st.steps_env)) is not None:
             total = _int(env[st.steps_env])
         vs = sel.variants if sel else []
-        cwd = {"repo": repo, "bridge": bridge}.get(st.cwd) or ctx.expand(st.cwd)
+        cwd = {"repo": repo or from_manifest.get("repo"),
+               "bridge": bridge or from_manifest.get("bridge")}.get(st.cwd) or ctx.expand(st.cwd)
         if cat.tp_guard and st.kind == "train":
             _tp_warning(cat, st, eff, sel.name if sel and sel.name else st.name, warnings)
         resolve_args[sel.name if sel and sel.name else st.name] = (st.cwd, st.config, catalog_args, mine)
@@ -345,7 +369,16 @@ def build_plan(spec: RunSpec) -> Plan:
     _gpu_warning(cat, spec, steps, warnings)
     plan = Plan(spec=replace(spec, levels=levels), steps=steps, warnings=list(dict.fromkeys(warnings)))
     plan.resolve_inputs = resolve_args
-    plan.drift = resolve_plan(plan, resolve_args, checkout)
+    source: Source = checkout
+    if from_manifest:
+        manifest = load_manifest()
+        roles = {"repo": cat.name, "bridge": "bridge"}
+        source = RoleSource(checkout, ManifestSource(manifest, roles), set(from_manifest))
+        plan.warnings.insert(0, "no checkout given for " + " and ".join(
+            f"{'the Bridge' if r == 'bridge' else cat.title} ({p})" for r, p in from_manifest.items())
+            + f": resolved against the upstream manifest of {manifest_commits(manifest, roles, from_manifest)}, "
+            "not your checkout")
+    plan.drift = resolve_plan(plan, resolve_args, source)
     return plan
 
 
@@ -390,6 +423,11 @@ def _user_overrides_per_step(cat: FrameworkCatalog, levels: list[int], variants:
         for (config, script), name in targets.items():
             added = checkout.wrapper_keys("repo", script)[0] if script else set()
             try:
+                if repo is None:  # no checkout: syntax here, keys in the plan's resolution (manifest)
+                    parse_override(text)
+                    out[(config, script)].append(text)
+                    took.append(name)
+                    continue
                 warnings.extend(validate_overrides([text], repo, config, extra_keys=added))
             except SpecError as exc:
                 errors.append(exc)

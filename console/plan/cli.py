@@ -33,7 +33,7 @@ def render_text(plan: Plan) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
-    plan = build_plan(spec)
+    plan = build_plan(spec, manifest_fallback=True)  # no checkout: resolved on the upstream manifest
     fmt = "json" if getattr(args, "json", False) else (getattr(args, "format", None) or "text")
     if fmt == "json":
         sys.stdout.write(json.dumps(plan.to_dict(), indent=2) + "\n")

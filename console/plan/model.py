@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.redact import MASK, is_secret_name, redact_env, redact_text
+from console.redact import MASK, is_secret_name, redact_argv, redact_env
 from console.spec import RunSpec
 
 STEP_FIELDS = (
@@ -47,7 +47,7 @@ class Step:
         d = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v) for k, v in d.items()}
         if redact:
             d["env"] = redact_env(self.env)
-            d["argv"] = [redact_text(a) for a in self.argv]
+            d["argv"] = redact_argv(list(self.argv))
         return d
 
     @classmethod
@@ -78,7 +78,7 @@ class Plan:
         spec = self.spec.to_dict()
         if redact:
             spec["env"] = redact_env(spec.get("env") or {})
-            spec["overrides"] = [redact_text(o) for o in spec.get("overrides") or []]
+            spec["overrides"] = redact_argv(list(spec.get("overrides") or []))
         return {"spec": spec, "warnings": list(self.warnings),
                 "steps": [s.to_dict(redact=redact) for s in self.steps],
                 "drift": [dict(d) for d in self.drift]}

@@ -173,6 +173,37 @@ class ManifestSource:
         return set(w.get("added", [])), list(w.get("plain", []))
 
 
+class RoleSource:
+    """Checkout roles from the user's checkouts, the others (``manifest_roles``) from the manifest."""
+
+    def __init__(self, checkout: CheckoutSource, manifest: ManifestSource, manifest_roles: set[str]) -> None:
+        self.checkout, self.manifest, self.manifest_roles = checkout, manifest, set(manifest_roles)
+        self.label = manifest.label
+
+    def _for(self, role: str) -> Source:
+        return self.manifest if role in self.manifest_roles else self.checkout
+
+    def has_path(self, role: str, rel: str) -> bool:
+        return self._for(role).has_path(role, rel)
+
+    def candidates(self, role: str, rel: str) -> list[str]:
+        return self._for(role).candidates(role, rel)
+
+    def config_keys(self, role: str, rel: str) -> set[str] | None:
+        return self._for(role).config_keys(role, rel)
+
+    def wrapper_keys(self, role: str, rel: str) -> tuple[set[str], list[str]]:
+        return self._for(role).wrapper_keys(role, rel)
+
+
+def manifest_commits(manifest: dict[str, Any], roles: dict[str, str], only: Iterable[str] | None = None) -> str:
+    """'nemo-rl 7ea279abfbeb, bridge 067f987df03b': the manifest's commits of the given checkout roles."""
+    repos = manifest.get("repos", {})
+    picked = [roles.get(r, r) for r in (only if only is not None else roles)]
+    return ", ".join(f"{name} {str(repos.get(name, {}).get('commit') or 'unknown')[:12]}" for name in picked) \
+        or "unknown commits"
+
+
 @cache
 def load_manifest(path: str = str(MANIFEST_PATH)) -> dict[str, Any]:
     try:

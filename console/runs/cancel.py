@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from console.runs.procs import alive, looks_like_ray, run_marker, run_processes
+from console.runs.procs import group_is_runs, is_run_supervisor, looks_like_ray, run_marker, run_processes
 from console.runs.state import is_finished, read_state, update_state
 
 POLL_S = 0.1
@@ -95,9 +95,23 @@ def stop_local_ray() -> bool:
     return False
 
 
-def running_groups(state: dict[str, Any]) -> set[int]:
-    """Process groups of steps still marked running (an ended step's id may belong to another process now)."""
-    return {s["pgid"] for s in state.get("steps", []) if s.get("pgid") and s.get("status") == "running"}
+def running_groups(state: dict[str, Any], marker: str | None = None) -> set[int]:
+    """Process groups of steps still marked running (an ended step's id may belong to another process now).
+
+    With ``marker`` (``run_marker(run_dir)``) only groups that are still the run's: the leader has
+    the create time recorded in state.json, or a member carries the marker (PID reuse safe).
+    """
+    out = set()
+    for s in state.get("steps", []):
+        if s.get("pgid") and s.get("status") == "running" and (
+                marker is None or group_is_runs(int(s["pgid"]), s.get("create_time"), marker)):
+            out.add(int(s["pgid"]))
+    return out
+
+
+def supervisor_alive(state: dict[str, Any], run_dir: Path) -> bool:
+    """The run's own supervisor still runs (same pid, same create time, its command names the run)."""
+    return is_run_supervisor(state.get("supervisor_pid"), state.get("supervisor_create_time"), run_dir)
 
 
 def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
@@ -120,16 +134,16 @@ def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
     sup = state.get("supervisor_pid")
     # the supervisor escalates by itself; give it the three grace periods plus slack
     deadline = time.monotonic() + 3 * grace + 15.0
-    while alive(sup) and time.monotonic() < deadline:
+    while supervisor_alive(state, run_dir) and time.monotonic() < deadline:
         if is_finished(read_state(run_dir)):
             break
         time.sleep(POLL_S)
     # whatever is left (dead or stuck supervisor): do it here
     state = read_state(run_dir)
-    if alive(sup) and not is_finished(state):
+    if supervisor_alive(state, run_dir) and not is_finished(state):
         with contextlib.suppress(psutil.Error):
             psutil.Process(sup).kill()
-    saw_ray = terminate_tree(run_marker(run_dir), running_groups(state), grace)
+    saw_ray = terminate_tree(run_marker(run_dir), running_groups(state, run_marker(run_dir)), grace)
     if saw_ray:
         stop_local_ray()
     if not is_finished(read_state(run_dir)):

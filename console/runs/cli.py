@@ -14,9 +14,11 @@ from typing import Any
 
 from console import exitcodes
 from console.errors import ConsoleError, SpecError
+from console.fileio import runs_folder_problem
 from console.runs.cancel import cancel_run
 from console.runs.follow import follow_run
 from console.runs.launch import start_run
+from console.runs.recover import current_state
 from console.runs.state import is_finished, read_state
 from console.runs.store import RunStore
 from console.spec import RunSpec, default_runs_dir, spec_from_args
@@ -27,8 +29,9 @@ def _runs_dir(args: argparse.Namespace) -> Path:
 
 
 def _exit_for(run_dir: Path) -> int:
-    state = read_state(run_dir)
-    return exitcodes.for_verdict(state.get("verdict")) if is_finished(state) else exitcodes.PASS
+    """The verdict's exit code, or DETACHED when the console left a run that goes on."""
+    state = current_state(run_dir)
+    return exitcodes.for_verdict(state.get("verdict")) if is_finished(state) else exitcodes.DETACHED
 
 
 def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
@@ -44,8 +47,10 @@ def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
     try:
         return follow_run(run_dir)
     except KeyboardInterrupt:
-        print(f"\ndetached; the run goes on. Reattach: rl-console attach {run_dir.name}", file=sys.stderr)
-        return exitcodes.CANCELLED
+        # not 130 (= cancelled): the run was not stopped, only this console left it
+        print(f"\ndetached (exit {exitcodes.DETACHED}); the run goes on. Reattach: rl-console attach "
+              f"{run_dir.name}; stop it: rl-console cancel {run_dir.name}", file=sys.stderr)
+        return exitcodes.DETACHED
 
 
 def _doctor(spec: RunSpec, plan: Any) -> dict[str, Any] | None:
@@ -68,7 +73,14 @@ class _Blocked(ConsoleError):
     exit_code = exitcodes.BLOCKED
 
 
+def _check_runs_folder(runs_dir: str | Path) -> None:
+    why = runs_folder_problem(Path(runs_dir))
+    if why is not None:
+        raise SpecError(f"runs folder {runs_dir} cannot be written: {why} (pass --runs-dir)")
+
+
 def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bool = True) -> Path:
+    _check_runs_folder(spec.runs_dir)
     if plan is None:
         from console.plan import build_plan
 
@@ -93,6 +105,10 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
 
 def cmd_run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
+    if getattr(args, "baseline", None):  # the same plan twice, Bridge at REF then as is, then compared
+        from console.compare.baseline import run_with_baseline
+
+        return run_with_baseline(spec, args, _start)
     run_dir = _start(spec, args)
     print(f"run {run_dir.name} started: {run_dir}", file=sys.stderr if not args.detach else sys.stdout)
     if args.detach:
@@ -120,6 +136,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    if _runs_dir(args).exists() and not _runs_dir(args).is_dir():
+        raise SpecError(f"runs folder {_runs_dir(args)}: not a directory")
     rows = RunStore(_runs_dir(args)).list()
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -130,8 +148,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
     width = max(len(r["id"]) for r in rows)
     print(f"{'RUN':<{width}}  {'STATUS':<9}  {'VERDICT':<10}  {'STEPS':<5}  STEP")
     for r in rows:
+        note = f"  ({r['error']})" if r.get("error") else ""
         print(f"{r['id']:<{width}}  {r['status'] or '-':<9}  {r['verdict'] or '-':<10}  "
-              f"{r['progress']:<5}  {r['step'] or '-'}")
+              f"{r['progress']:<5}  {r['step'] or '-'}{note}")
     return exitcodes.PASS
 
 
@@ -149,8 +168,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"folder   {data['path']}")
     print(f"status   {state.get('status')}   verdict {state.get('verdict') or '-'}")
     print(f"started  {_age(state.get('started'))}   ended {_age(state.get('ended'))}")
+    if state.get("error"):
+        print(f"error    {state['error']}")
     if state.get("linked_from"):
         print(f"rerun of {state['linked_from']}")
+    for key, label in (("baseline_run", "baseline"), ("candidate_run", "candidate")):  # run --baseline
+        if state.get(key):
+            print(f"{label:<8} {state[key]}  (rl-console compare)")
     for i, step in enumerate(state.get("steps", []), 1):
         code = step.get("exit_code")
         extra = f"  exit {code}" if code is not None else ""
@@ -187,6 +211,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     if args.speed <= 0:
         raise SpecError("--speed must be > 0")
+    _check_runs_folder(_runs_dir(args))
     run_dir = start_replay(Path(args.log), speed=args.speed, framework=args.framework,
                            runs_dir=_runs_dir(args))
     print(f"replay run {run_dir.name} started: {run_dir}", file=sys.stderr if not args.detach else sys.stdout)

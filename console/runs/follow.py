@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from console import exitcodes
-from console.events import read_events
+from console.events import EventCursor
 from console.monitor.tailer import Tailer
-from console.runs.recover import settle_lost_run, supervisor_lost
+from console.runs.recover import current_state
 from console.runs.state import STEP_TERMINAL, is_finished, read_state
 
 POLL_S = 0.2
@@ -61,14 +61,14 @@ class Follower:
         self.run_dir = Path(run_dir)
         self.index = 0  # step being followed
         self.tailer: Tailer | None = None
-        self.events_offset = 0
+        self.events = EventCursor(self.run_dir / "events.jsonl")
         self.last_progress_t = 0.0
         self.last_progress: tuple[Any, ...] | None = None
         self.pending_progress: str | None = None
         self.done = False
 
     def _progress_lines(self, state: dict[str, Any]) -> list[str]:
-        events, self.events_offset = read_events(self.run_dir / "events.jsonl", self.events_offset)
+        events = self.events.read()
         steps = state.get("steps", [])
         current = state.get("current_step") or 0
         running = steps[current]["name"] if 0 <= current < len(steps) else None
@@ -92,9 +92,7 @@ class Follower:
         if self.done:
             return []
         out: list[str] = []
-        state = read_state(self.run_dir)
-        if supervisor_lost(state) and settle_lost_run(self.run_dir):
-            state = read_state(self.run_dir)
+        state = current_state(self.run_dir)
         steps = state.get("steps", [])
         finished = is_finished(state)
         out += self._progress_lines(state)

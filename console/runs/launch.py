@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -11,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import SpecError
-from console.redact import MASK, is_secret_name, redact_env, redact_text
+from console.redact import MASK, is_secret_name, redact_argv, redact_env, redact_obj, secret_argv_positions
 from console.runs.ids import create_run_dir
+from console.runs.procs import process_create_time
 from console.runs.state import initial_state, update_state, write_json_atomic, write_state
 from console.spec import RunSpec
 
@@ -67,36 +70,75 @@ def apply_remedy_unset(plan: dict[str, Any], spec: RunSpec) -> None:
         step["unset"] = have + [u for u in unset if u not in have]
 
 
-SECRETS_ENV = "RL_CONSOLE_SECRETS"
+SECRETS_ENV = "RL_CONSOLE_SECRETS"  # no longer used to pass secrets (kept for callers that import it)
 
 
-def _secrets(plan: dict[str, Any]) -> dict[str, Any]:
-    """Values that plan.json shows masked; they reach the supervisor through its environment only.
+def _secrets(plan: dict[str, Any], base_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Values that plan.json shows masked; they reach the supervisor over its stdin pipe only.
 
-    ``{"env": {step: {KEY: value}}, "argv": {step: {index: value}}}``; the supervisor removes the
-    variable from its own environment before it starts any step.
+    ``{"env": {step: {KEY: value}}, "argv": {step: {index: [prefix, value]}}, "base_env": {KEY: value}}``
+    (the argv word is ``prefix + value``, e.g. ``wandb.api_key=`` + the key);
+    ``base_env`` holds the secret-named variables of the submitting environment, which the
+    supervisor's own environment never carries (``/proc/<pid>/environ`` stays clean).
     """
     env: dict[str, dict[str, str]] = {}
-    argv: dict[str, dict[str, str]] = {}
+    argv: dict[str, dict[str, list[str]]] = {}
     for step in plan["steps"]:
         for k, v in (step.get("env") or {}).items():
             if is_secret_name(k) and v and v != MASK:
                 env.setdefault(step["name"], {})[k] = v
-        for i, a in enumerate(step["argv"]):
-            if redact_text(a) != a:
-                argv.setdefault(step["name"], {})[str(i)] = a
-    return {"env": env, "argv": argv}
+        for i, (prefix, value) in secret_argv_positions(step["argv"]).items():
+            argv.setdefault(step["name"], {})[str(i)] = [prefix, value]
+    base = {k: v for k, v in (base_env or {}).items() if is_secret_name(k) and v}
+    return {"env": env, "argv": argv, "base_env": base}
+
+
+def secret_list(secrets: dict[str, Any]) -> list[str]:
+    """Every secret value of a ``_secrets`` payload (argv entries without their ``KEY=`` prefix)."""
+    values = [v for per_step in (secrets.get("env") or {}).values() for v in per_step.values()]
+    for per_step in (secrets.get("argv") or {}).values():
+        values += [pair[1] for pair in per_step.values()]
+    values += list((secrets.get("base_env") or {}).values())
+    return [v for v in values if v]
 
 
 def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
     out = json.loads(json.dumps(plan, default=str))
     for step in out["steps"]:
         step["env"] = redact_env(step.get("env") or {})
-        step["argv"] = [redact_text(a) for a in step["argv"]]
+        step["argv"] = redact_argv(step["argv"])
     if isinstance(out.get("spec"), dict):
         out["spec"]["env"] = redact_env(out["spec"].get("env") or {})
-        out["spec"]["overrides"] = [redact_text(o) for o in out["spec"].get("overrides") or []]
+        out["spec"]["overrides"] = redact_argv(list(out["spec"].get("overrides") or []))
     return out
+
+
+def supervisor_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The supervisor's environment: the caller's, without any secret-named variable."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not is_secret_name(k)}
+    env.pop(SECRETS_ENV, None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def spawn_supervisor(run_dir: Path, secrets: dict[str, Any]) -> int:
+    """Start ``python -m console.runs.supervisor RUN_DIR`` detached; the secrets go over its stdin
+    (a pipe it reads to the end at start, then replaces with /dev/null). Returns its pid."""
+    with open(run_dir / SUPERVISOR_LOG, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=supervisor_env(), close_fds=True,
+        )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(json.dumps(secrets).encode())
+    except BrokenPipeError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    return proc.pid
 
 
 def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = None) -> Path:
@@ -107,32 +149,48 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     plan_dict = plan_to_dict(plan if plan is not None else build_default_plan(spec))
     apply_remedy_unset(plan_dict, spec)
     root = Path(runs_dir if runs_dir is not None else spec.runs_dir).expanduser().resolve()
-    run_dir = create_run_dir(root, spec)
-    plan_dict = substitute(plan_dict, str(run_dir))
-    plan_dict["spec"] = spec.to_dict()
-    secrets = _secrets(plan_dict)
-    (run_dir / "logs").mkdir()
-    spec_dict = spec.to_dict()
-    spec_dict["env"] = redact_env(spec.env)
-    spec_dict["overrides"] = [redact_text(o) for o in spec.overrides]
-    write_json_atomic(run_dir / "spec.json", spec_dict)
-    write_json_atomic(run_dir / "plan.json", _redacted_plan(plan_dict))
-    linked = spec.extra.get("linked_from")
-    write_state(run_dir, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+    if root.exists() and not root.is_dir():
+        raise SpecError(f"runs folder {root}: not a directory")
     if spec.launcher == "slurm":
-        return _start_slurm(run_dir, plan_dict, spec)
-    env = dict(os.environ)
-    if secrets["env"] or secrets["argv"]:
-        env[SECRETS_ENV] = json.dumps(secrets)
-    env["PYTHONUNBUFFERED"] = "1"
-    with open(run_dir / SUPERVISOR_LOG, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=env, close_fds=True,
-        )
-    update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or proc.pid))
+        _check_slurm_input(spec, plan_dict)
+    run_dir = create_run_dir(root, spec)  # reserved (empty) under its final name
+    # the files are written in a hidden staging folder renamed over the reserved one at once: a
+    # console killed mid-way never leaves a visible run folder without state.json
+    staging = root / f".{run_dir.name}.creating"
+    try:
+        plan_dict = substitute(plan_dict, str(run_dir))
+        plan_dict["spec"] = spec.to_dict()
+        secrets = _secrets(plan_dict, dict(os.environ))
+        staging.mkdir()
+        (staging / "logs").mkdir()
+        spec_dict = spec.to_dict()
+        spec_dict["env"] = redact_env(spec.env)
+        spec_dict["overrides"] = redact_argv(list(spec.overrides))
+        known = secret_list(secrets)  # any literal occurrence anywhere (a title, a cwd) is masked too
+        write_json_atomic(staging / "spec.json", redact_obj(spec_dict, known))
+        write_json_atomic(staging / "plan.json", redact_obj(_redacted_plan(plan_dict), known))
+        linked = spec.extra.get("linked_from")
+        write_state(staging, initial_state(run_dir.name, plan_dict["steps"], spec.launcher, linked))
+        os.rename(staging, run_dir)  # replaces the empty reserved folder atomically
+        if spec.launcher == "slurm":
+            return _start_slurm(run_dir, plan_dict, spec)
+        pid = spawn_supervisor(run_dir, secrets)
+    except (SpecError, OSError):
+        # bad input found late or a folder that cannot be written: leave nothing behind
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    ctime = process_create_time(pid)
+    update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or pid,
+                                             supervisor_create_time=s.get("supervisor_create_time") or ctime))
     return run_dir
+
+
+def _check_slurm_input(spec: RunSpec, plan_dict: dict[str, Any]) -> None:
+    """Refuse bad Slurm options (``--nodes -3``) before a run folder exists (SpecError, exit 2)."""
+    from console.runs.slurm.script import sbatch_resource_args
+
+    sbatch_resource_args(spec, plan_dict["steps"], "rlc-check")
 
 
 def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Path:

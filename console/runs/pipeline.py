@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from console.monitor.procs import run_process_tree
 from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
+from console.runs.sampling import SamplerThread
 from console.triage.engine import TriageEngine
 from console.triage.verdict import run_verdict
 
@@ -44,6 +44,10 @@ def hang_timeout(spec: dict[str, Any]) -> float:
 def _read_json(path: Path) -> dict[str, Any]:
     data = read_json(path, {})
     return data if isinstance(data, dict) else {}
+
+
+def _reraise(exc: BaseException) -> None:
+    raise exc
 
 
 class _Fenced:
@@ -159,7 +163,6 @@ class Pipeline:
         self.bus = bus
         self.step: StepMonitor | None = None
         self.step_results: dict[str, dict[str, Any]] = {}
-        self._last_sample = 0.0
         self._sampler: Any = None
         self._sampler_fence = _Fenced("resource sampler")
         self._sampler_fence.dead = not local_resources  # closed: this machine is not sampled at all
@@ -169,6 +172,9 @@ class Pipeline:
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
         self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
             bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))
+        # samples are taken on their own thread: a hung NVML/NFS call never stalls the supervisor
+        self._sampling: SamplerThread | None = self._sampler_fence.call(
+            lambda: SamplerThread(self._sampler, SAMPLE_EVERY_S)) if self._sampler is not None else None
 
     def _step_pids(self) -> set[int]:
         """The current step's processes (its wrapper's descendants), to mark GPU processes as ours."""
@@ -183,12 +189,12 @@ class Pipeline:
     def tick(self) -> None:
         if self.step is not None:
             self.step.poll()
-        now = time.time()
-        if self._sampler is not None and now - self._last_sample >= SAMPLE_EVERY_S:
-            self._last_sample = now
-            self._sampler.step = self.step.name if self.step else None
-            for ev in self._sampler_fence.call(self._sampler.sample_once) or []:
+        if self._sampling is not None:
+            self._sampling.step = self.step.name if self.step else None
+            for ev in self._sampling.drain():
                 self.bus.publish(ev)
+            if self._sampling.dead is not None and not self._sampler_fence.dead:
+                self._sampler_fence.call(_reraise, self._sampling.dead)  # noted once in supervisor.log
 
     def end_step(self, exit_code: int | None) -> dict[str, Any] | None:
         if self.step is None:
@@ -201,6 +207,8 @@ class Pipeline:
         return result
 
     def close(self) -> None:
+        if self._sampling is not None and not self._sampling.stop():
+            return  # a hung call holds the sampler: leave NVML alone, the process exits anyway
         if self._sampler is not None:
             self._sampler_fence.call(self._sampler.gpu.close)
 

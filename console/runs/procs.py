@@ -71,3 +71,65 @@ def alive(pid: int | None) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def process_create_time(pid: int | None) -> float | None:
+    """psutil's create time of ``pid`` (None when it does not exist): with the pid, the identity of a
+    process that survives PID reuse."""
+    if not pid:
+        return None
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def same_process(pid: int | None, create_time: float | None) -> bool:
+    """True when ``pid`` is alive (not a zombie) and, when ``create_time`` was recorded, is the very
+    process that had it (not a later process that reused the pid)."""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return create_time is None or abs(proc.create_time() - float(create_time)) < 0.05
+    except (psutil.Error, TypeError, ValueError):
+        return False
+
+
+def is_run_supervisor(pid: int | None, create_time: float | None, run_dir: str | os.PathLike[str]) -> bool:
+    """True when ``pid`` is the supervisor of ``run_dir``: same create time and its command line
+    names ``console.runs.supervisor`` and this run folder (the run marker)."""
+    if not same_process(pid, create_time):
+        return False
+    try:
+        cmd = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return False
+    if "console.runs.supervisor" not in cmd:
+        return create_time is not None  # the launcher's fork before exec: identity by create time only
+    return any(os.path.realpath(a) == run_marker(run_dir) for a in cmd[cmd.index("console.runs.supervisor") + 1:])
+
+
+def group_is_runs(pgid: int, create_time: float | None, marker: str) -> bool:
+    """Is process group ``pgid`` still the run's step group? Its leader (pid == pgid) must have the
+    recorded create time; when the leader is gone, a member must carry the run marker (a group id is
+    not reused while any member lives)."""
+    try:
+        leader = psutil.Process(pgid)
+        if leader.status() != psutil.STATUS_ZOMBIE:
+            return create_time is None or abs(leader.create_time() - float(create_time)) < 0.05
+    except psutil.Error:
+        pass
+    want = f"{RUN_ID_ENV}={marker}"
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) != pgid:
+                continue
+            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+                if want.encode() in fh.read().split(b"\0"):
+                    return True
+        except (OSError, psutil.Error):
+            continue
+    return False

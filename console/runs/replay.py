@@ -85,6 +85,23 @@ def emit(log: Path, speed: float, out=None) -> int:
     return 0
 
 
+def _not_a_text_log(log: Path) -> str | None:
+    """Why ``log`` cannot be replayed (empty, binary), or None."""
+    try:
+        with open(log, "rb") as fh:
+            head = fh.read(64 << 10)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not head.strip():
+        return "the file is empty"
+    if b"\0" in head:
+        return "not a text log (binary data)"
+    text = head.decode("utf-8", errors="replace")
+    if text.count("\ufffd") > max(8, len(text) // 100):
+        return "not a text log (not UTF-8 text)"
+    return None
+
+
 def replay_plan(log: Path, speed: float, framework: str) -> dict:
     return {"steps": [{
         "name": "replay", "title": f"Replay of {log.name}",
@@ -101,6 +118,9 @@ def start_replay(log: Path, speed: float = 1.0, framework: str | None = None,
     log = Path(log).expanduser()
     if not log.is_file():
         raise SpecError(f"replay: {log}: no such file")
+    problem = _not_a_text_log(log)
+    if problem:
+        raise SpecError(f"replay: {log}: {problem}")
     if speed <= 0:
         raise SpecError("replay: --speed must be > 0")
     framework = framework or "unknown"

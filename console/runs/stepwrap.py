@@ -4,16 +4,32 @@
 supervisor points them at ``/dev/null`` and the step's log). The wrapper survives SIGINT/SIGTERM sent
 to its process group (the step gets them too) so it can record how the step ended; the code is the
 step's exit status, or ``128 + signal`` when a signal ended it (shell convention).
+
+The step's stdout+stderr pass through the wrapper on their way to the log (the wrapper's stdout):
+every known secret (values of secret-named variables in the step's environment, secret argv values)
+and every token-shaped value is replaced by ``***`` (``console.redact``). Output is written as it
+arrives (``\r`` redraws and partial lines too), holding back only a tail that could be the start of
+a secret. A full disk does not stop the step's output from being drained.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from console.fileio import write_text_atomic
+from console.redact import redact_text, secret_argv_positions, secret_values
+
+CHUNK = 65536
+FLUSH_AFTER_S = 0.2  # a partial line is written after this long without more output
+DRAIN_AFTER_EXIT_S = 3.0  # output still arriving from the step's descendants after it exited
 
 
 def exit_status(returncode: int) -> int:
@@ -35,6 +51,110 @@ def _noop(_signum: int, _frame: object) -> None:
     """A handler (not SIG_IGN) so the step, after exec, gets default signal handling."""
 
 
+class RedactingWriter:
+    """Bytes in, redacted bytes out to ``fd``; lines are redacted whole, a partial line after a pause."""
+
+    def __init__(self, fd: int, secrets: list[str]) -> None:
+        self.fd = fd
+        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self.buf = b""
+        self.last_data = time.monotonic()
+        self.write_failed: OSError | None = None
+
+    def _emit(self, data: bytes) -> None:
+        if not data or self.write_failed is not None:
+            return
+        text = redact_text(data.decode("utf-8", errors="surrogateescape"), self.secrets)
+        out = text.encode("utf-8", errors="surrogateescape")
+        try:
+            while out:
+                n = os.write(self.fd, out)
+                out = out[n:]
+        except OSError as exc:  # a full disk: keep draining the step, write nothing more
+            self.write_failed = exc
+
+    def _safe_tail(self, data: bytes) -> int:
+        """Length of the longest tail of ``data`` that is a proper prefix of a secret."""
+        keep = 0
+        for secret in self.secrets:
+            sb = secret.encode("utf-8", errors="surrogateescape")
+            for n in range(min(len(sb) - 1, len(data)), keep, -1):
+                if data.endswith(sb[:n]):
+                    keep = n
+                    break
+        return keep
+
+    def feed(self, data: bytes) -> None:
+        self.last_data = time.monotonic()
+        self.buf += data
+        cut = max(self.buf.rfind(b"\n"), self.buf.rfind(b"\r"))
+        if cut >= 0:
+            self._emit(self.buf[:cut + 1])
+            self.buf = self.buf[cut + 1:]
+        if len(self.buf) > CHUNK:  # a giant line: write it in pieces, keeping a possible secret start
+            keep = self._safe_tail(self.buf)
+            self._emit(self.buf[:len(self.buf) - keep])
+            self.buf = self.buf[len(self.buf) - keep:]
+
+    def idle(self) -> None:
+        if self.buf and time.monotonic() - self.last_data >= FLUSH_AFTER_S:
+            keep = self._safe_tail(self.buf)
+            self._emit(self.buf[:len(self.buf) - keep])
+            self.buf = self.buf[len(self.buf) - keep:]
+
+    def close(self) -> None:
+        self._emit(self.buf)
+        self.buf = b""
+
+
+def step_secrets(cmd: list[str], env: dict[str, str] | os._Environ[str]) -> list[str]:
+    """What must never reach the log: secret env values and secret argv values of the step."""
+    values = secret_values(dict(env))
+    values += [value for _prefix, value in secret_argv_positions(cmd).values()]
+    return values
+
+
+def _pump(child: subprocess.Popen[bytes], rfd: int, writer: RedactingWriter) -> int:
+    """Copy the step's output until it exits (and its output is drained); return its exit status."""
+    code: int | None = None
+    exited_at = 0.0
+    open_ = True
+    while open_:
+        if code is None:
+            rc = child.poll()
+            if rc is not None:
+                code = exit_status(rc)
+                exited_at = time.monotonic()
+        elif time.monotonic() - exited_at > DRAIN_AFTER_EXIT_S:
+            break  # descendants keep the pipe open: stop following them
+        try:
+            ready, _, _ = select.select([rfd], [], [], 0.1)
+        except InterruptedError:
+            continue
+        if ready:
+            try:
+                data = os.read(rfd, CHUNK)
+            except InterruptedError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                open_ = False
+            else:
+                writer.feed(data)
+        else:
+            writer.idle()
+    if code is None:
+        while True:
+            try:
+                code = exit_status(child.wait())
+                break
+            except InterruptedError:
+                continue
+    writer.close()
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[1] != "--":
@@ -43,20 +163,34 @@ def main(argv: list[str] | None = None) -> int:
     exit_file, cmd = Path(args[0]), args[2:]
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _noop)
+    rfd, wfd = os.pipe()
     try:
-        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=wfd, stderr=wfd)
     except OSError as exc:
+        os.close(rfd)
+        os.close(wfd)
         print(f"rl-console: cannot start {cmd[0]!r}: {exc}", file=sys.stderr, flush=True)
         code = 127
     else:
-        while True:
-            try:
-                code = exit_status(child.wait())
-                break
-            except InterruptedError:
-                continue
-    write_exit(exit_file, code)
+        os.close(wfd)
+        writer = RedactingWriter(sys.stdout.fileno(), step_secrets(cmd, os.environ))
+        code = _pump(child, rfd, writer)
+        os.close(rfd)
+        if writer.write_failed is not None and writer.write_failed.errno == errno.ENOSPC:
+            mark_no_space(exit_file)
+    try:
+        write_exit(exit_file, code)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        mark_no_space(exit_file)  # the supervisor reads our exit status instead
     return code
+
+
+def mark_no_space(exit_file: Path) -> None:
+    """``NN-<step>.nospace``: the step's log or exit file could not be written (disk full)."""
+    with contextlib.suppress(OSError):
+        exit_file.with_suffix(".nospace").touch()
 
 
 if __name__ == "__main__":

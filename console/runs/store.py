@@ -8,7 +8,7 @@ from typing import Any
 
 from console.errors import RunNotFound
 from console.runs.ids import looks_like_run_dir
-from console.runs.state import read_state
+from console.runs.recover import current_state
 
 
 def progress_of(state: dict[str, Any]) -> str:
@@ -33,7 +33,7 @@ class RunStore:
         rows = []
         for path in self.run_dirs():
             try:
-                state = read_state(path)
+                state = current_state(path)
             except (OSError, ValueError):
                 continue
             steps = state.get("steps") or []
@@ -44,6 +44,7 @@ class RunStore:
                 "step": steps[current]["name"] if 0 <= current < len(steps) else None,
                 "created": state.get("created"), "started": state.get("started"),
                 "ended": state.get("ended"), "linked_from": state.get("linked_from"),
+                "error": state.get("error"),
             })
         return rows
 
@@ -69,7 +70,7 @@ class RunStore:
     def load(self, run: str) -> dict[str, Any]:
         """Everything a view needs: id, path, state, spec, plan, triage (when present)."""
         path = self.resolve(run)
-        out: dict[str, Any] = {"id": path.name, "path": str(path), "state": read_state(path)}
+        out: dict[str, Any] = {"id": path.name, "path": str(path), "state": current_state(path)}
         for key in ("spec", "plan", "triage"):
             try:
                 out[key] = json.loads((path / f"{key}.json").read_text(encoding="utf-8"))

@@ -4,12 +4,18 @@ Runs the plan's steps in order, each through ``console.runs.stepwrap`` in its ow
 stdin from /dev/null and stdout+stderr to ``logs/NN-<step>.log``; records pids, exit codes and
 states in ``state.json``; publishes events; on a failure marks the remaining steps Skipped; on a
 cancel request escalates SIGINT -> SIGTERM -> SIGKILL over the whole tree; at the end decides the
-verdict (triage when decisive, else the step statuses) and writes ``triage.json``.
+verdict (triage when decisive, else the step statuses) once, into ``state.json`` and
+``triage.json`` (``console.runs.finalize``).
+
+Secrets arrive over stdin (a JSON object the launcher writes and closes), never through the
+environment: ``/proc/<supervisor>/environ`` holds none. A full disk ends the run Blocked (class
+``no_space``): the supervisor holds a small reserve file that it frees to write the verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -22,25 +28,52 @@ from typing import Any
 
 from console.events import Event, EventBus
 from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, terminate_tree
-from console.runs.launch import SECRETS_ENV
+from console.runs.finalize import (
+    collect_evidence,
+    disk_nearly_full,
+    free_reserve,
+    make_reserve,
+    no_space_primary,
+    record_verdict,
+)
 from console.runs.pipeline import Pipeline
-from console.runs.procs import RUN_ID_ENV, run_marker
-from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
+from console.runs.procs import RUN_ID_ENV, process_create_time, run_marker
+from console.runs.state import STATUS_BY_VERDICT, read_state, update_state
 from console.runs.stepwrap import exit_status, read_exit, write_exit
 from console.triage.verdict import run_verdict
 
 TICK_S = 0.2
 STATE_CHECK_S = 0.5
+COMPACT_CHECK_S = 60.0
+COMPACT_ENV = "RL_CONSOLE_EVENTS_COMPACT_BYTES"  # events.jsonl size that triggers a compaction
+
+
+def read_secrets(stream: Any = None) -> dict[str, Any]:
+    """The launcher's secrets from stdin (a pipe, read to its end), then stdin becomes /dev/null."""
+    stream = stream if stream is not None else sys.stdin
+    data: dict[str, Any] = {}
+    try:
+        if stream is not None and not stream.isatty():
+            raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+            data = json.loads(raw or "{}") if raw else {}
+    except (OSError, ValueError):
+        data = {}
+    with contextlib.suppress(OSError):
+        fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.close(fd)
+    return data if isinstance(data, dict) else {}
 
 
 class Supervisor:
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, secrets: dict[str, Any] | None = None) -> None:
         self.run_dir = run_dir.resolve()
         self.plan: dict[str, Any] = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
         self.steps: list[dict[str, Any]] = self.plan["steps"]
         self.spec: dict[str, Any] = self.plan.get("spec") or {}
         self.run_id = self.run_dir.name
-        self.secrets: dict[str, Any] = json.loads(os.environ.pop(SECRETS_ENV, "") or "{}")
+        self.secrets: dict[str, Any] = secrets or {}
+        self.no_space: str | None = None
         self.bus = EventBus(self.run_dir / "events.jsonl")
         self.pipeline = Pipeline(self.run_dir, str(self.spec.get("framework") or "unknown"), self.bus, self.plan)
         self.cancelled = False
@@ -65,6 +98,7 @@ class Supervisor:
 
     def _step_env(self, step: dict[str, Any]) -> dict[str, str]:
         env = dict(os.environ)
+        env.update(self.secrets.get("base_env") or {})
         secret_env = (self.secrets.get("env") or {}).get(step["name"], {})
         for key, value in (step.get("env") or {}).items():
             env[key] = secret_env.get(key, value)
@@ -78,7 +112,7 @@ class Supervisor:
     def _argv(self, step: dict[str, Any]) -> list[str]:
         argv = list(step["argv"])
         for index, value in ((self.secrets.get("argv") or {}).get(step["name"]) or {}).items():
-            argv[int(index)] = value
+            argv[int(index)] = "".join(value) if isinstance(value, list) else str(value)
         return argv
 
     # ------------------------------------------------------------------ one step
@@ -103,7 +137,8 @@ class Supervisor:
                     write_exit(exit_file, 127)
             entry = state["steps"][index]
             entry.update(status="running", started=time.time(), pid=proc.pid if proc else None,
-                         pgid=proc.pid if proc else None)
+                         pgid=proc.pid if proc else None,
+                         create_time=process_create_time(proc.pid) if proc else None)
             state["current_step"] = index
 
         update_state(self.run_dir, start)
@@ -115,6 +150,7 @@ class Supervisor:
         log = self.run_dir / read_state(self.run_dir)["steps"][index]["log"]
         log.parent.mkdir(parents=True, exist_ok=True)
         exit_file = log.with_suffix(".exit")
+        started_at = time.time()
         proc = self._spawn(index, step, log, exit_file)
         if proc is None and not exit_file.exists():
             return None
@@ -122,10 +158,15 @@ class Supervisor:
         with contextlib.suppress(Exception):
             self.pipeline.start_step(name, log, proc.pid if proc is not None else None)
         last_check = 0.0
+        last_compact = time.monotonic()
         while proc is not None and proc.poll() is None:
             with contextlib.suppress(Exception):
                 self.pipeline.tick()
             now = time.monotonic()
+            if now - last_compact >= COMPACT_CHECK_S:
+                last_compact = now
+                with contextlib.suppress(Exception):
+                    self.bus.compact_if_large(int(os.environ.get(COMPACT_ENV) or 0))
             if now - last_check >= STATE_CHECK_S:
                 last_check = now
                 if not self.cancelled and self._cancel_wanted():
@@ -143,13 +184,32 @@ class Supervisor:
         result = None
         with contextlib.suppress(Exception):
             result = self.pipeline.end_step(code)
+        evidence: list[str] = []
+        try:
+            evidence = collect_evidence(self.run_dir, index, step, since=started_at)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                self.no_space = f"copying the evidence of step {name}: {exc}"
+            else:
+                print(f"rl-console supervisor: evidence of {name} not copied: {exc}", file=sys.stderr)
+        if self.no_space is None and exit_file.with_suffix(".nospace").exists():
+            self.no_space = f"step {name}'s log could not be written (exit code {code})"
+        elif self.no_space is None and code != 0 and disk_nearly_full(self.run_dir):
+            self.no_space = f"step {name} exited with code {code} and the run folder's disk is full"
         status = "cancelled" if self.cancelled else ("passed" if code == 0 else "failed")
         reason = None
         if status == "failed" and result and result.get("primary"):
             reason = f"{result['primary'].get('class')}: {str(result['primary'].get('evidence', ''))[:200]}"
 
+        if status == "failed" and self.no_space and not reason:
+            reason = f"no_space: {self.no_space}"
+
         def done(state: dict[str, Any]) -> None:
-            state["steps"][index].update(status=status, exit_code=code, ended=time.time(), reason=reason)
+            state["steps"][index].update(status=status, exit_code=code, ended=time.time(), reason=reason,
+                                         evidence=evidence)
+
+        if self.no_space:
+            free_reserve(self.run_dir)
 
         update_state(self.run_dir, done)
         self._publish("step_state", name, status=status, exit_code=code, reason=reason)
@@ -161,15 +221,17 @@ class Supervisor:
                 grace = float(read_state(self.run_dir).get("cancel_grace") or 10.0)
             except (OSError, ValueError):
                 grace = 10.0
-        pgids = running_groups(read_state(self.run_dir))
+        pgids = running_groups(read_state(self.run_dir), run_marker(self.run_dir))
         self.saw_ray = terminate_tree(run_marker(self.run_dir), pgids, grace, exclude={os.getpid()}) or self.saw_ray
 
     # ------------------------------------------------------------------ the run
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
+        make_reserve(self.run_dir)
         update_state(self.run_dir, lambda s: s.update(status="running", started=time.time(),
-                                                      supervisor_pid=os.getpid()))
+                                                      supervisor_pid=os.getpid(),
+                                                      supervisor_create_time=process_create_time(os.getpid())))
         self._publish("run_state", None, status="running", verdict=None)
         stop_reason: str | None = None
         for index, step in enumerate(self.steps):
@@ -183,7 +245,7 @@ class Supervisor:
             if code is None:
                 self.cancelled = True
                 break
-            if self.cancelled:
+            if self.cancelled or self.no_space:
                 break
             if code != 0 and step.get("on_failure", "stop") != "continue":
                 stop_reason = f"step {step['name']} failed (exit code {code})"
@@ -199,27 +261,60 @@ class Supervisor:
         self._publish("step_state", step["name"], status="skipped", exit_code=None, reason=reason)
 
     def finish(self) -> int:
-        state = read_state(self.run_dir)
+        """Decide the verdict once and record it: triage.json and the report first, state.json last
+        (a reader that sees the run ended finds its verdict files)."""
+        if self.no_space:
+            return self.end_no_space(self.no_space)
         triage: dict[str, Any] | None = None
         if self.cancelled:
             verdict = "Cancelled"
+            update_state(self.run_dir, _steps_cancelled)  # the verdict below sees the steps' end
         else:
+            state = read_state(self.run_dir)
             triage = self._triage()
             verdict = decide_verdict(state, self.steps, triage)
-        if triage is not None:
-            with contextlib.suppress(Exception):
-                write_json_atomic(self.run_dir / "triage.json", triage)
+        try:
+            record_verdict(self.run_dir, verdict, triage=triage)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            return self.end_no_space(f"writing the verdict: {exc}")
+        self._end_state(verdict)
+        return 0
 
+    def _end_state(self, verdict: str, **extra: Any) -> None:
         def end(s: dict[str, Any]) -> None:
             if verdict == "Cancelled":
                 mark_cancelled(s)
-            s.update(status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict, ended=time.time())
+            s.update(status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict, ended=time.time(), **extra)
 
         update_state(self.run_dir, end)
         self._publish("run_state", None, status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict)
         with contextlib.suppress(Exception):
             self.pipeline.close()
         self.bus.close()
+        free_reserve(self.run_dir)
+
+    def end_no_space(self, why: str) -> int:
+        """The disk is full: stop what runs, free the reserve, end Blocked with class no_space."""
+        free_reserve(self.run_dir)
+        with contextlib.suppress(Exception):
+            self._cancel_now(grace=2.0)
+        primary = no_space_primary(f"No space left on device: {why}")
+
+        def stop(s: dict[str, Any]) -> None:
+            now = time.time()
+            for st in s.get("steps", []):
+                if st["status"] == "running":
+                    st.update(status="failed", ended=now, reason=f"no_space: {why}")
+                elif st["status"] == "pending":
+                    st.update(status="skipped", reason="the disk is full (no_space)")
+
+        with contextlib.suppress(Exception):
+            update_state(self.run_dir, stop)
+        with contextlib.suppress(Exception):
+            record_verdict(self.run_dir, "Blocked", primary=primary, reason="no_space")
+        self._end_state("Blocked", error=f"no_space: {why}")
         return 0
 
     def _triage(self) -> dict[str, Any] | None:
@@ -234,6 +329,13 @@ class Supervisor:
         if failed:
             return failed[0]
         return list(results.values())[-1] if results else None
+
+
+def _steps_cancelled(state: dict[str, Any]) -> None:
+    """``mark_cancelled`` for the steps only: the run's own status is written last."""
+    status, verdict, ended = state.get("status"), state.get("verdict"), state.get("ended")
+    mark_cancelled(state)
+    state.update(status=status, verdict=verdict, ended=ended)
 
 
 def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
@@ -253,15 +355,29 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m console.runs.supervisor RUN_DIR", file=sys.stderr)
         return 2
-    sup = Supervisor(Path(args[0]))
+    secrets = read_secrets()
+    sup = Supervisor(Path(args[0]), secrets)
     try:
         return sup.run()
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            return sup.end_no_space(str(exc))
+        return _crashed(sup)
     except Exception:
-        traceback.print_exc(file=sys.stderr)
-        with contextlib.suppress(Exception):
-            update_state(sup.run_dir, lambda s: s.update(status="failed", verdict="Fail", ended=time.time(),
-                                                         error="supervisor crashed (see supervisor.log)"))
-        return 1
+        return _crashed(sup)
+
+
+def _crashed(sup: Supervisor) -> int:
+    traceback.print_exc(file=sys.stderr)
+    free_reserve(sup.run_dir)
+    with contextlib.suppress(Exception):
+        sup._cancel_now(grace=2.0)
+    with contextlib.suppress(Exception):
+        record_verdict(sup.run_dir, "Incomplete", reason="supervisor crashed")
+    with contextlib.suppress(Exception):
+        update_state(sup.run_dir, lambda s: s.update(status="failed", verdict="Incomplete", ended=time.time(),
+                                                     error="supervisor crashed (see supervisor.log)"))
+    return 1
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ def _print_human(res: dict[str, Any]) -> None:
     if p:
         loc = f"{p['file']}:{p['line']}" if p.get("file") else f"line {p['line']}"
         print(f"Primary: {p['class']} ({p['verdict']}) at {loc}: {p['evidence']}")
+        print(likely_line(res))
         print(f"Advice: {p['advice']}")
         r = p.get("remedy") or {}
         parts = [f"unset {u}" for u in r.get("unset") or []]
@@ -37,6 +38,15 @@ def _print_human(res: dict[str, Any]) -> None:
         print("Other findings:")
         for f in others[:30]:
             print(f"  {f['verdict']:<7} {f['class']:<24} line {f['line']} (x{f['count']}): {f['evidence'][:160]}")
+
+
+def likely_line(res: dict[str, Any]) -> str:
+    """"likely X (confidence c, lines ...); also consistent with Y, Z" for the primary finding."""
+    p = res.get("primary") or {}
+    lines = ", ".join(str(n) for n in (p.get("lines") or [p.get("line")])[:6])
+    text = f"Cause: likely {p.get('class')} (confidence {p.get('confidence', 0):.2f}, lines {lines})"
+    alts = [a["class"] for a in res.get("alternatives") or []]
+    return text + (f"; also consistent with {', '.join(alts)}" if alts else "")
 
 
 def cmd_triage(args: argparse.Namespace) -> int:

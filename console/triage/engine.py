@@ -17,7 +17,9 @@ from typing import Any
 from console.monitor.text import clean_line
 from console.redact import redact_text
 from console.triage import rootcause
-from console.triage.rules import NOISE_CLASS, Catalog, Rule, default_catalog
+from console.triage.metricwatch import LITERALS as METRIC_LITERALS
+from console.triage.metricwatch import MetricWatch
+from console.triage.rules import NOISE_CLASS, Catalog, ExceptionRule, Rule, default_catalog
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
 EVIDENCE_MAX = 400
@@ -27,8 +29,19 @@ CONTEXT_WINDOW = 5000  # lines a context marker (e.g. "CUDA graph") stays in for
 TRACEBACK_START = "Traceback (most recent call last)"
 FRAME_LITERAL = 'File "'
 CHAIN_LITERALS = ("During handling of the above exception", "The above exception was the direct cause")
-STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, *CHAIN_LITERALS)
-_FRAME_RE = re.compile(r'^\s*File "[^"]*", line \d+')
+# Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
+EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
+IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
+STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ": in ", "ERROR", "FATAL", "CRITICAL", "Check failed",
+                      *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
+                      *METRIC_LITERALS)
+_FRAME_RE = re.compile(r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
+                       r'|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)')  # python / pytest frames
+_MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
+# A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
+_SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
+_BLOCKING_RE = re.compile(r"(?:\bsleep\(|\.wait\(|waitpid\(|\.join\(|select\(|\.poll\(|\.acquire\(|\bget\(|"
+                          r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)")
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
@@ -36,7 +49,7 @@ _EXC_RE = re.compile(
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Process prefixes that interleave several processes' output (Ray actors, torchrun ranks, compose...).
 _PREFIX_RE = re.compile("|".join(f"(?:{p})" for p in (
-    r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|raylet|gcs_server|autoscaler|monitor|dashboard\w*)\)\s?",
+    r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)\s?",
     r"\[(?:default|rank)\d+\]:\s?",
     r"\[\d+\] (?=\[)",
     r"[\w.-]+-\d+\s+\| ",
@@ -45,6 +58,10 @@ _PREFIX_RE = re.compile("|".join(f"(?:{p})" for p in (
     r"\[(?:[a-z0-9_-]+ )?\d+step\] ",
 )))
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
+# An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
+ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
+_ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
+_METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 
 
@@ -76,11 +93,14 @@ def evidence_text(text: str) -> str:
 class _Traceback:
     start: int
     frames: list[str] = field(default_factory=list)
+    funcs: list[str] = field(default_factory=list)  # function of each frame
+    sources: list[str] = field(default_factory=list)  # quoted source line of each frame ("" if none)
     noise: bool = False
     chained: bool = False
     classified: bool = False
     exc_line: int | None = None
     exc_text: str | None = None
+    wrapper: str | None = None  # "RayTaskError(X)": the inner exception type X
 
 
 @dataclass
@@ -96,12 +116,20 @@ class Finding:
     advice: str | None = None
     remedy: dict[str, Any] | None = None
     tier: int | None = None
+    confidence: float = 0.9
+    lines: list[int] = field(default_factory=list)
+    transient: bool = False
+    min_count: int = 1
+    also: list[str] = field(default_factory=list)  # other classes the same evidence fits
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"class": self.cls, "verdict": self.verdict, "line": self.line,
-                             "count": self.count, "evidence": self.evidence, "rule": self.rule}
+                             "count": self.count, "evidence": self.evidence, "rule": self.rule,
+                             "confidence": round(self.confidence, 2), "lines": list(self.lines or [self.line])}
         if self.soft:
             d["soft"] = True
+        if self.transient:
+            d["transient"] = True
         if self.file is not None:
             d["file"] = self.file
         return d
@@ -134,11 +162,16 @@ class TriageEngine:
         self._last_closed: dict[str, _Traceback] = {}
         self._chain_pending: set[str] = set()
         self._noise_pending: set[str] = set()
-        self.context: dict[str, int] = {}
+        self._metrics = MetricWatch()
+        self.context: dict[str, int] = {}  # tag -> last line seen
+        self.context_first: dict[str, int] = {}  # tag -> first line seen
         self.evidence: dict[str, str] = {}
+        self.fatal: list[tuple[int, str, str]] = []  # (line, marker id, text): the run died here
+        self.root_exception: tuple[int, str] | None = None  # the first causal exception line seen
         self.step: int | None = None
         self.total: int | None = None
         self.completed_line: int | None = None
+        self.exiting_line: int | None = None  # the process started to exit (shutdown-only warnings)
         self.complete_reason: str | None = None
         self.last_line = 0
         self.source: str | None = None
@@ -152,6 +185,11 @@ class TriageEngine:
             self._detect = framework == "nemo-rl"  # a NeMo-RL-shaped log may still turn out to be the demo
 
     @property
+    def open_traceback(self) -> bool:
+        """A traceback still open at the end of what was fed (an excerpt that ends inside a crash)."""
+        return any(not tb.noise for tb in self._tbs.values())
+
+    @property
     def wants_more(self) -> bool:
         """True while a traceback is open: a scanner must feed the following lines too."""
         return bool(self._tbs) or bool(self._chain_pending) or bool(self._noise_pending)
@@ -163,9 +201,11 @@ class TriageEngine:
         if self._detect and lineno > DETECT_LINES:
             self._detect = False
         present = self._present(text)
-        if not self.wants_more and not present:
+        if not self.wants_more and (not present or present <= _METRIC_SET):
             if self._detect:
                 self._detect_framework(text)
+            if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
+                return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
         count = 1
         if "[repeated" in text:
@@ -180,22 +220,59 @@ class TriageEngine:
         self._structure(prefix, body, lineno, new)
         tb = self._tbs.get(prefix)
         if tb is not None and tb.frames and body[:1] in (" ", "\t") and not _FRAME_RE.match(body):
+            if len(tb.sources) < len(tb.frames):
+                tb.sources.append(body.strip())
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
+        handled = rule is not None
         if rule is not None:
             if rule.cls == NOISE_CLASS and rule.id == "noise_exception_ignored_del":
                 self._noise_pending.add(prefix)
-            f = self._add(rule.cls, rule.verdict, lineno, body, rule.id, count, rule.soft, rule)
+            f = self._add(rule.cls, rule.verdict, lineno, body, rule.id, count, rule.soft, rule,
+                          upgrade=self._frame_upgrade(rule.cls, tb))
             if f is not None:
                 new.append(f)
             if tb is not None and rule.verdict != "Noise":
                 tb.classified = True
+        elif not (tb and tb.noise) and any(lit in body for lit in IMPORT_LITERALS):
+            f = self._import_finding(prefix, body, lineno, tb)
+            if f is not None:
+                handled = True
+                added = self._add_finding(f, count)
+                if added is not None:
+                    new.append(added)
+                if tb is not None:
+                    tb.classified = True
+        if not handled and tb is None and _ERROR_LEVEL_RE.search(text) and not (rule and rule.verdict == "Noise"):
+            f = self._component_finding(body, lineno)
+            if f is not None:
+                added = self._add_finding(f, count)
+                if added is not None:
+                    new.append(added)
+        if any(lit in body for lit in METRIC_LITERALS):
+            new += self._metric_findings(lineno, body)
+        exc = _EXC_RE.match(body) if body[:1] not in (" ", "\t") else None
         if tb is not None:
-            exc = _EXC_RE.match(body)
             if exc is not None:
                 self._exception_line(prefix, tb, exc, lineno, body, new)
+        elif exc is not None and exc.group("inner") and any(w in exc.group("type") for w in _RAY_WRAPPERS):
+            # a Ray wrapper with no traceback header above it: the remote traceback follows
+            self._tbs[prefix] = _Traceback(start=lineno, wrapper=exc.group("inner"), exc_line=lineno, exc_text=body)
+        elif exc is not None and prefix not in self._noise_pending:
+            self._bare_exception(exc, lineno, body, rule, handled, new)
         return [f.to_dict() for f in new]
+
+    def _metric_findings(self, lineno: int, body: str) -> list[Finding]:
+        new: list[Finding] = []
+        for a in self._metrics.feed(lineno, body):
+            info = self.cat.classes["metric_failure"]
+            f = Finding("metric_failure", info.verdict, a.line, evidence_text(a.evidence), f"metrics:{a.kind}",
+                        file=self.source, confidence=0.75, lines=a.lines)
+            added = self._add_finding(f, 1)
+            if added is not None:
+                new.append(added)
+        return new
 
     def note_hang(self, idle_s: float, lineno: int | None = None) -> dict[str, Any]:
         """The monitor saw no progress for ``idle_s`` seconds: record a ``hang`` finding."""
@@ -204,11 +281,34 @@ class TriageEngine:
                       f"no progress for {idle_s:.0f} s", "no_progress_timeout", 1, False, None)
         return (f or self._findings[("hang", "no_progress_timeout")]).to_dict()
 
+    def note_cancel(self, reason: str = "cancelled from the console", lineno: int | None = None) -> dict[str, Any]:
+        """The user cancelled the run (rl-console's own cancel): the verdict is Cancelled, never Fail."""
+        line = lineno if lineno is not None else self.last_line
+        f = Finding("cancelled", "Cancelled", line, evidence_text(reason), "console_cancel", file=self.source,
+                    confidence=1.0)
+        added = self._add_finding(f, 1)
+        return (added or self._findings[("cancelled", "console_cancel")]).to_dict()
+
     def result(self, exit_code: int | None = None) -> dict[str, Any]:
         """The triage JSON of DESIGN.md. Can be called repeatedly while lines are still fed."""
         findings = [copy.copy(f) for f in self._order]
         findings.extend(self._pending_traceback_findings(findings))
+        self._context_upgrades(findings)
         return rootcause.decide(self, findings, exit_code)
+
+    def _context_upgrades(self, findings: list[Finding]) -> None:
+        """Context weighs a finding wherever it stands (a graph capture named after the fault too)."""
+        for m in self.cat.markers:
+            if not m.upgrades or m.cls is None or m.tag not in self.context:
+                continue
+            near = (self.context_first[m.tag], self.context[m.tag])
+            for f in findings:
+                if f.cls in m.upgrades and any(abs(f.line - c) <= CONTEXT_WINDOW for c in near):
+                    f.also = [*f.also, f.cls]
+                    f.cls, f.verdict = m.cls, self.cat.classes[m.cls].verdict
+                    f.rule = f"{f.rule}+context:{m.tag}"
+                    f.lines = sorted({*f.lines, *(c for c in near if abs(f.line - c) <= CONTEXT_WINDOW)})
+                    f.advice = f.remedy = None
 
     # ------------------------------------------------------------------ internals
 
@@ -268,8 +368,13 @@ class TriageEngine:
                 self._complete(lineno, m.id, body)
             elif m.kind == "context" and m.tag:
                 self.context[m.tag] = lineno
+                self.context_first.setdefault(m.tag, lineno)
             elif m.kind == "evidence" and m.tag:
                 self.evidence.setdefault(m.tag, groups.get("value") or body.strip())
+            elif m.kind == "exiting" and self.exiting_line is None:
+                self.exiting_line = lineno
+            elif m.kind == "fatal" and len(self.fatal) < 20:
+                self.fatal.append((lineno, m.id, evidence_text(body)))
 
     def _complete(self, lineno: int, reason: str, body: str) -> None:
         if self.completed_line is None:
@@ -297,13 +402,17 @@ class TriageEngine:
                 self._close(prefix, old, new)
             self._chain_pending.add(prefix)
             return
-        if _FRAME_RE.match(body):
+        fm = _FRAME_RE.match(body)
+        if fm:
             tb = self._tbs.get(prefix)
             if tb is None:  # an excerpt that starts inside a traceback
                 tb = _Traceback(start=lineno, noise=prefix in self._noise_pending)
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb
             tb.frames.append(body.strip())
+            tb.funcs.append(fm.group("func") or fm.group("pfunc") or "")
+            while len(tb.sources) < len(tb.frames) - 1:
+                tb.sources.append("")
             return
         if (prefix in self._noise_pending and body.strip() and not body.startswith(" ")
                 and "Exception ignored in" not in body):
@@ -314,39 +423,162 @@ class TriageEngine:
         etype = exc.group("type")
         if exc.group("inner") and any(w in etype for w in _RAY_WRAPPERS):
             tb.frames.clear()  # the remote traceback follows; keep the traceback open
+            tb.funcs.clear()
+            tb.sources.clear()
+            tb.wrapper = exc.group("inner")
+            tb.exc_line, tb.exc_text = lineno, body
             return
         tb.exc_line, tb.exc_text = lineno, body
         self._tbs.pop(prefix, None)
         self._close(prefix, tb, new)
 
+    def _note_root(self, lineno: int, text: str) -> None:
+        if self.root_exception is None:
+            self.root_exception = (lineno, evidence_text(text))
+
+    def _bare_exception(self, exc: re.Match[str], lineno: int, body: str, rule: Rule | None, handled: bool,
+                        new: list[Finding]) -> None:
+        """``Type: message`` with no traceback around it (an excerpt cut above it, a logged error)."""
+        if rule is not None and rule.verdict == "Noise":
+            return
+        etype = exc.group("type")
+        if not (exc.group("msg") or etype.endswith("Interrupt") or "." in etype):
+            return  # a bare word such as "Error" or "ValueError" alone is not an exception line
+        self._note_root(lineno, body)
+        if handled:
+            return
+        f = self._exception_finding(etype, exc.group("inner"), exc.group("msg") or "", lineno, body)
+        f = f or self._component_finding(body, lineno)
+        if f is not None:
+            f.confidence = min(f.confidence, 0.7)
+            added = self._add_finding(f, 1)
+            if added is not None:
+                new.append(added)
+
     def _close(self, prefix: str, tb: _Traceback, new: list[Finding]) -> None:
         self._last_closed[prefix] = tb
-        if tb.noise or tb.classified:
+        if tb.noise:
+            return
+        if tb.exc_text is not None:
+            self._note_root(tb.exc_line or tb.start, tb.exc_text)
+            if len(self.fatal) < 20:
+                self.fatal.append((tb.exc_line or tb.start, "uncaught_exception", evidence_text(tb.exc_text)))
+        if tb.classified:
             return
         f = self._classify_traceback(tb, prefix)
         if f is not None:
-            added = self._add(f.cls, f.verdict, f.line, f.evidence, f.rule, 1, False, None)
+            added = self._add_finding(f, 1)
             if added is not None:
                 new.append(added)
             tb.classified = True
 
+    def _exception_finding(self, etype: str, inner: str | None, msg: str, lineno: int, text: str,
+                           frames: list[str] | None = None) -> Finding | None:
+        """A finding named by the exception's type (the wrapped type for Ray wrappers), or None."""
+        types = [inner, etype] if inner else [etype]
+        for t in types:
+            if t is None:
+                continue
+            if t.rsplit(".", 1)[-1] in ("ModuleNotFoundError", "ImportError"):
+                return self._import_decision(msg, text, lineno, frames or [], t, in_worker=inner is not None)
+            for er in self.cat.exceptions:
+                if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
+                    return self._exc_rule_finding(er, lineno, text)
+        return None
+
+    def _component_finding(self, text: str, lineno: int) -> Finding | None:
+        for c in self.cat.components:
+            if c.regex.search(text):
+                return Finding(c.cls, c.verdict, lineno, evidence_text(text), f"component:{c.id}", file=self.source,
+                               tier=2, confidence=0.45, lines=[lineno], also=["unknown_error"])
+        return None
+
+    def _exc_rule_finding(self, er: ExceptionRule, lineno: int, text: str) -> Finding:
+        info = self.cat.classes[er.cls]
+        return Finding(er.cls, er.verdict, lineno, evidence_text(text), er.id, file=self.source,
+                       tier=er.tier if er.tier is not None else info.tier, confidence=er.confidence)
+
+    def _import_finding(self, prefix: str, body: str, lineno: int, tb: _Traceback | None) -> Finding | None:
+        if "No module named" not in body and not body.lstrip().startswith(("ImportError", "ModuleNotFoundError")):
+            return None  # e.g. "RayTaskError(ModuleNotFoundError)": decided when its traceback closes
+        frames = (tb.frames if tb is not None else []) or []
+        in_worker = "raylet" in prefix or bool(tb is not None and tb.wrapper)
+        return self._import_decision(body, body, lineno, frames, "ModuleNotFoundError", in_worker)
+
+    def _import_decision(self, msg: str, text: str, lineno: int, frames: list[str], etype: str,
+                         in_worker: bool = False) -> Finding:
+        """The module named by a failed import decides: the Bridge/NeMo-RL/Megatron stack (bridge_import),
+        a worker interpreter that is not the driver's (container_venv_mismatch), anything else
+        (missing_dependency)."""
+        pol = self.cat.imports
+        m = _MODULE_RE.search(msg) or _MODULE_RE.search(text)
+        mod = m.group("mod").strip(".") if m else ""
+        where = "\n".join([*frames, text])
+        lines = [lineno]
+        in_worker = in_worker or "ray/workers/default_worker.py" in where
+        also: list[str] = []
+        is_bridge = bool(mod) and any(mod == b or mod.startswith(b + ".") for b in pol.bridge_modules)
+        if mod and pol.venv_path_re is not None and pol.venv_path_re.search(where):
+            cls, rid, conf = "container_venv_mismatch", "import_worker_venv", 0.7
+            also = ["bridge_import" if is_bridge else "missing_dependency"]
+        elif in_worker and not is_bridge:
+            # the driver got this far, a Ray worker cannot import: the worker's interpreter/env differs
+            cls, rid, conf = "container_venv_mismatch", "import_in_ray_worker", 0.6
+            also = ["missing_dependency"]
+        elif mod and any(mod == b or mod.startswith(b + ".") for b in pol.bridge_modules):
+            if mod.count(".") + 1 <= pol.bridge_max_depth:
+                cls, rid, conf = "bridge_import", "import_bridge_stack", 0.85
+            else:  # the package is there but lacks a module: its version does not match the caller
+                cls, rid, conf = "container_venv_mismatch", "import_bridge_submodule", 0.7
+        else:
+            cls, rid, conf = "missing_dependency", "import_missing_module", 0.8 if mod else 0.6
+        info = self.cat.classes[cls]
+        return Finding(cls, info.verdict, lineno, evidence_text(text), rid, file=self.source, confidence=conf,
+                       lines=lines, also=also)
+
+    def _signal_interrupted(self, tb: _Traceback) -> bool:
+        """A frame of a signal handler entered from a blocking call (sleep, wait, join...)."""
+        for i, func in enumerate(tb.funcs):
+            if i and _SIGNAL_HANDLER_RE.match(func):
+                caller_src = tb.sources[i - 1] if i - 1 < len(tb.sources) else ""
+                if _BLOCKING_RE.search(caller_src) or _BLOCKING_RE.search(tb.funcs[i - 1]):
+                    return True
+        return False
+
     def _classify_traceback(self, tb: _Traceback, prefix: str) -> Finding | None:
-        """A traceback no rule recognised: frame rules, else unknown_error (unless chained)."""
+        """A traceback no rule recognised: its exception type, its frames, else unknown_error (unless chained)."""
         line = tb.exc_line if tb.exc_line is not None else tb.start
         evidence = tb.exc_text or (tb.frames[-1] if tb.frames else TRACEBACK_START)
-        frames = "\n".join(tb.frames)
+        lines = sorted({tb.start, line})
+        if tb.exc_text is not None or tb.wrapper:
+            exc = _EXC_RE.match(tb.exc_text or "")
+            etype = exc.group("type") if exc else ""
+            msg = (exc.group("msg") or "") if exc else ""
+            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames)
+            if f is not None:
+                f.lines = lines
+                return f
+        if self._signal_interrupted(tb):
+            return Finding("cancelled", "Cancelled", line, evidence, "frames_signal_handler", file=self.source,
+                           confidence=0.6, lines=lines)
+        frames = "\n".join([tb.exc_text or "", *tb.frames] if tb.wrapper else tb.frames)
         for fr in self.cat.frame_rules:
             if fr.regex.search(frames):
-                return Finding(fr.cls, fr.verdict, line, evidence, fr.id)
+                return Finding(fr.cls, fr.verdict, line, evidence, fr.id, file=self.source, confidence=0.6,
+                               lines=lines)
         if tb.chained:
             prev = self._last_closed.get(prefix)
             if prev is not None and prev is not tb and prev.classified:
                 return None
         if tb.exc_text is None:
             return None  # unterminated: decided at result() time
+        comp = self._component_finding(tb.exc_text, line)
+        if comp is not None:
+            comp.lines = lines
+            return comp
         etype = tb.exc_text.split(":", 1)[0].strip()
         return Finding("unknown_error", self.cat.classes["unknown_error"].verdict, line, evidence,
-                       f"traceback:{etype}")
+                       f"traceback:{etype}", file=self.source, confidence=0.4, lines=lines)
 
     def _pending_traceback_findings(self, existing: list[Finding]) -> list[Finding]:
         """Tracebacks still open at the end of the input (an excerpt cut mid-traceback)."""
@@ -355,26 +587,58 @@ class TriageEngine:
             if tb.noise or tb.classified:
                 continue
             f = self._classify_traceback(tb, prefix)
-            if f is None and not any(x.verdict in ("Fail", "Blocked") for x in existing + out):
+            if f is None and not any(x.verdict in ("Fail", "Blocked") and not x.transient for x in existing + out):
                 f = Finding("unknown_error", self.cat.classes["unknown_error"].verdict, tb.start,
-                            tb.frames[-1] if tb.frames else TRACEBACK_START, "traceback:unterminated")
+                            tb.frames[-1] if tb.frames else TRACEBACK_START, "traceback:unterminated",
+                            confidence=0.3, lines=[tb.start])
             if f is not None:
                 f.evidence = evidence_text(f.evidence)
                 f.file = self.source
                 out.append(f)
         return out
 
-    def _add(self, cls: str, verdict: str, lineno: int, text: str, rule_id: str, count: int, soft: bool,
-             rule: Rule | None) -> Finding | None:
-        key = (cls, rule_id)
-        f = self._findings.get(key)
-        if f is not None:
-            f.count += count
+    def _add_finding(self, f: Finding, count: int) -> Finding | None:
+        key = (f.cls, f.rule)
+        old = self._findings.get(key)
+        if old is not None:
+            old.count += count
+            if len(old.lines) < 8 and f.line not in old.lines:
+                old.lines.append(f.line)
             return None
-        f = Finding(cls=cls, verdict=verdict, line=lineno, evidence=evidence_text(text), rule=rule_id,
-                    count=count, soft=soft, file=self.source,
-                    advice=rule.advice if rule else None, remedy=rule.remedy if rule else None,
-                    tier=rule.tier if rule else None)
+        f.count = count
+        f.evidence = evidence_text(f.evidence)
+        if not f.lines:
+            f.lines = [f.line]
+        if f.file is None:
+            f.file = self.source
         self._findings[key] = f
         self._order.append(f)
         return f
+
+    def _frame_upgrade(self, cls: str, tb: _Traceback | None) -> tuple[str, str, str] | None:
+        """(class, verdict, frame rule id) when the frames around a finding change its class."""
+        if tb is None or not tb.frames:
+            return None
+        frames = None
+        for fr in self.cat.frame_rules:
+            if cls in fr.upgrades:
+                frames = frames if frames is not None else "\n".join(tb.frames)
+                if fr.regex.search(frames):
+                    return fr.cls, fr.verdict, fr.id
+        return None
+
+    def _add(self, cls: str, verdict: str, lineno: int, text: str, rule_id: str, count: int, soft: bool,
+             rule: Rule | None, upgrade: tuple[str, str, str] | None = None) -> Finding | None:
+        if upgrade is not None:
+            cls, verdict, frame_id = upgrade
+            rule_id = f"{rule_id}+{frame_id}"
+            rule = None
+        lines = [lineno]
+        if rule is not None and rule.context is not None and rule.context in self.context:
+            lines.insert(0, self.context[rule.context])
+        f = Finding(cls=cls, verdict=verdict, line=lineno, evidence=text, rule=rule_id, soft=soft,
+                    file=self.source, advice=rule.advice if rule else None,
+                    remedy=rule.remedy if rule else None, tier=rule.tier if rule else None,
+                    confidence=rule.confidence if rule else 0.9, lines=lines,
+                    transient=rule.transient if rule else False, min_count=rule.min_count if rule else 1)
+        return self._add_finding(f, count)

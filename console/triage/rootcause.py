@@ -4,13 +4,20 @@ Rules of the choice (the procedures' "first causal error, not the last traceback
 - Noise findings never make a failure.
 - Soft findings (warnings such as a fingerprint mismatch or a low-disk warning) count only when the
   run did not complete.
-- After training completed, symptom/fallback findings (tier >= 1: actor died, watchdog, an unknown
-  traceback) are a ``teardown_crash``, unless the exit code says the process exited 0, in which
-  case they are residual noise.
-- The primary is the earliest finding of the lowest tier (0 cause, 1 symptom, 2 unknown).
-- A non-zero exit code with no recognised cause is ``unknown_error`` (or ``teardown_crash`` when
-  training had completed). ``teardown_crash`` is Fail: the procedures require a successful exit,
-  but the report keeps the training evidence and calls it infra/flaky, not a numerics failure.
+- Transient findings (a 429 that huggingface_hub retried, NCCL WARN lines, a helpers.cpp build line)
+  count only when the run died (fatal tier) and nothing else named the cause; in a run that
+  completed they are Noise.
+- The fatal tier: a non-zero exit, an uncaught traceback, a fatal line (signal death, CUDA error,
+  Hydra "Error executing job") or a traceback still open at the end. With one present and no named
+  cause the result is ``unknown_error`` (``teardown_crash`` after completion or once the process had
+  started to exit) with the deepest causal exception as evidence; never Incomplete.
+- After training completed (or the process started to exit), symptom/fallback findings (tier >= 1:
+  actor died, watchdog, an unknown traceback) are a ``teardown_crash``, unless the exit code says the
+  process exited 0, in which case they are residual noise.
+- A class that ``explains`` another (catalog) wins over it; an unknown_error never beats a named one.
+- A user cancel (verdict Cancelled) wins unless a cause (tier 0) was found before it.
+- Otherwise the primary is the earliest finding of the lowest tier (0 cause, 1 symptom, 2 unknown);
+  the other classes found are listed as ``alternatives``.
 - No failure: "Pass" with completion evidence, otherwise "Incomplete".
 """
 
@@ -23,6 +30,8 @@ if TYPE_CHECKING:
     from console.triage.engine import Finding, TriageEngine
 
 FAILING = ("Fail", "Blocked")
+DECISIVE = ("Fail", "Blocked", "Cancelled")
+MAX_ALTERNATIVES = 3
 
 
 def _tier(engine: TriageEngine, cls: str, f: Finding | None = None) -> int:
@@ -32,13 +41,24 @@ def _tier(engine: TriageEngine, cls: str, f: Finding | None = None) -> int:
     return info.tier if info else 2
 
 
+def run_died(engine: TriageEngine, exit_code: int | None) -> bool:
+    """Fatal-tier evidence: a non-zero exit, or (exit unknown) a fatal line or an uncaught exception."""
+    if exit_code is not None:
+        return exit_code != 0
+    return bool(engine.fatal) or engine.root_exception is not None or engine.open_traceback
+
+
 def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None) -> dict[str, Any]:
     from console.triage.engine import Finding
 
     completed = engine.completed_line is not None
-    done_at = engine.completed_line or 0
+    died = run_died(engine, exit_code)
+    # a death after the process started to exit is a teardown crash too (not a Pass: it did not complete)
+    exiting = engine.exiting_line is not None and died and exit_code != 0
+    ended = completed or exiting
+    done_at = engine.completed_line or engine.exiting_line or 0
     for f in findings:
-        if completed and f.verdict in FAILING and f.line > done_at and _tier(engine, f.cls, f) >= 1 \
+        if ended and f.verdict in FAILING and f.line > done_at and _tier(engine, f.cls, f) >= 1 \
                 and f.cls not in ("hang", "teardown_crash"):
             if exit_code == 0:
                 f.verdict = "Noise"
@@ -47,30 +67,92 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
                 f.cls = "teardown_crash"
                 f.verdict = engine.cat.classes["teardown_crash"].verdict
                 f.advice, f.remedy = None, None
-    candidates = [f for f in findings if f.verdict in FAILING and not (f.soft and completed)]
-    if not candidates and exit_code not in (None, 0):
-        cls = "teardown_crash" if completed else "unknown_error"
-        text = (f"exit code {exit_code} after training completed" if completed
-                else f"exit code {exit_code} with no recognised cause")
-        f = Finding(cls, engine.cat.classes[cls].verdict, engine.last_line, text, f"exit_code:{exit_code}",
-                    file=engine.source)
+    decisive = [f for f in findings if f.verdict in DECISIVE and f.count >= f.min_count]
+    candidates = [f for f in decisive if not f.transient and not (f.soft and completed)]
+    if died and not completed and all(f.cls == "unknown_error" for f in candidates):
+        # retried/benign lines (a 429 that was retried, NCCL WARN, a helpers build) explain a death
+        # only when nothing else does (an unrecognised traceback explains nothing)
+        candidates = [f for f in decisive if f.transient] or candidates
+    if not candidates and died and (exit_code not in (None, 0) or not completed):
+        f = _death_finding(engine, exit_code, ended, Finding)
         findings.append(f)
         candidates = [f]
-    primary = _earliest_of_lowest_tier(engine, candidates) if candidates else None
+    primary = _choose(engine, candidates) if candidates else None
     if primary is not None:
         verdict = primary.verdict
     elif completed:
         verdict = "Pass"
+        for f in findings:  # retried/benign lines in a run that completed are residual noise
+            if f.transient:
+                f.verdict = "Noise"
     else:
         verdict = "Incomplete"
     findings.sort(key=lambda f: (f.file or "", f.line))
-    return {
+    out: dict[str, Any] = {
         "verdict": verdict,
         "framework": engine.framework,
         "primary": _primary_dict(engine, primary) if primary else None,
         "findings": [f.to_dict() for f in findings],
         "progress": {"step": engine.step, "total": engine.total},
     }
+    if primary is not None:
+        out["alternatives"] = _alternatives(engine, primary, candidates)
+    return out
+
+
+def _death_finding(engine: TriageEngine, exit_code: int | None, completed: bool, finding_cls: Any) -> Finding:
+    """The run died and no rule explains it: unknown_error (teardown_crash after completion), with the
+    deepest causal exception line as evidence, else the fatal line, else the exit code."""
+    cls = "teardown_crash" if completed else "unknown_error"
+    if engine.root_exception is not None and not completed:
+        line, text = engine.root_exception
+    elif engine.fatal and not completed:
+        line, _, text = engine.fatal[0]
+    else:
+        line = engine.last_line
+        text = (f"exit code {exit_code} after training completed" if completed
+                else f"exit code {exit_code} with no recognised cause")
+    rule = f"exit_code:{exit_code}" if exit_code not in (None, 0) else f"fatal:{engine.fatal[0][1] if engine.fatal else 'exception'}"
+    lines = sorted({line, *(x[0] for x in engine.fatal[:3])}) if not completed else [line]
+    return finding_cls(cls, engine.cat.classes[cls].verdict, line, text, rule, file=engine.source,
+                       confidence=0.3, lines=lines)
+
+
+def _choose(engine: TriageEngine, candidates: list[Finding]) -> Finding:
+    """A user cancel wins unless a cause was already there before it; else the earliest of the lowest tier."""
+    explained = {e for f in candidates for e in engine.cat.classes[f.cls].explains}
+    if any(f.cls != "unknown_error" for f in candidates):
+        explained.add("unknown_error")  # an unrecognised error never beats a named one
+    kept = [f for f in candidates if f.cls not in explained]
+    candidates = kept or candidates
+    cancels = [f for f in candidates if f.verdict == "Cancelled"]
+    if cancels:
+        first = min(cancels, key=lambda f: f.line)
+        causes = [f for f in candidates if f.verdict in FAILING and _tier(engine, f.cls, f) == 0
+                  and f.line < first.line and f.confidence >= 0.6 and (f.file or "") == (first.file or "")]
+        if not causes:
+            return first
+        candidates = causes
+    return _earliest_of_lowest_tier(engine, [f for f in candidates if f.verdict != "Cancelled"] or candidates)
+
+
+def _alternatives(engine: TriageEngine, primary: Finding, candidates: list[Finding]) -> list[dict[str, Any]]:
+    best: dict[str, Finding] = {}
+    for f in candidates:
+        if f.cls == primary.cls:
+            continue
+        cur = best.get(f.cls)
+        if cur is None or (_tier(engine, f.cls, f), -f.confidence) < (_tier(engine, cur.cls, cur), -cur.confidence):
+            best[f.cls] = f
+    ranked = sorted(best.values(), key=lambda f: (_tier(engine, f.cls, f), -f.confidence, f.line))
+    out = [{"class": f.cls, "verdict": f.verdict, "line": f.line, "confidence": round(f.confidence, 2),
+            "evidence": f.evidence} for f in ranked[:MAX_ALTERNATIVES]]
+    for cls in primary.also:  # the primary's own evidence also fits these classes
+        if cls != primary.cls and cls not in best and len(out) < MAX_ALTERNATIVES:
+            info = engine.cat.classes[cls]
+            out.append({"class": cls, "verdict": info.verdict, "line": primary.line,
+                        "confidence": round(primary.confidence * 0.6, 2), "evidence": primary.evidence})
+    return out
 
 
 def _earliest_of_lowest_tier(engine: TriageEngine, candidates: list[Finding]) -> Finding:
@@ -85,7 +167,8 @@ def _primary_dict(engine: TriageEngine, f: Finding) -> dict[str, Any]:
     advice = f.advice or info.advice_for(engine.framework)
     remedy = copy.deepcopy(f.remedy if f.remedy is not None else info.remedy_for(engine.framework))
     d: dict[str, Any] = {"class": f.cls, "verdict": f.verdict, "line": f.line, "evidence": f.evidence,
-                         "advice": advice, "remedy": remedy, "title": info.title, "rule": f.rule}
+                         "advice": advice, "remedy": remedy, "title": info.title, "rule": f.rule,
+                         "confidence": round(f.confidence, 2), "lines": list(f.lines or [f.line])}
     if f.file is not None:
         d["file"] = f.file
     return d

@@ -19,11 +19,11 @@ CLASS_IDS = (
     "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
     "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "checkpoint_failure",
     "metric_failure", "generation_failure", "teardown_crash", "hang", "unknown_error",
-    "catalog_drift",
+    "catalog_drift", "cuda_error", "cancelled",
 )
 NOISE_CLASS = "shutdown_noise"
-VERDICTS = ("Fail", "Blocked", "Noise")
-MARKER_KINDS = ("progress", "total", "complete", "context", "evidence")
+VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
+MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal", "exiting")
 
 
 class CatalogError(ConsoleError):
@@ -39,6 +39,7 @@ class ClassInfo:
     advice: str
     remedy: dict[str, Any]
     by_framework: dict[str, dict[str, Any]] = field(default_factory=dict)
+    explains: tuple[str, ...] = ()  # classes this one explains when both are found (it wins)
 
     def advice_for(self, framework: str) -> str:
         return self.by_framework.get(framework, {}).get("advice", self.advice)
@@ -60,6 +61,41 @@ class Rule:
     context: str | None = None
     frameworks: tuple[str, ...] = ()
     tier: int | None = None
+    transient: bool = False  # retried/benign on its own: counts only when the run then fails
+    confidence: float = 0.9
+    min_count: int = 1  # counts as a failure only once seen this many times (a repeated wait)
+
+
+@dataclass(frozen=True)
+class ExceptionRule:
+    """The type (and optionally the message) of a root-cause exception names a class."""
+
+    id: str
+    cls: str
+    verdict: str
+    type_re: re.Pattern[str]
+    message_re: re.Pattern[str] | None = None
+    tier: int | None = None
+    confidence: float = 0.8
+
+
+@dataclass(frozen=True)
+class Component:
+    """Last resort for an error line or an exception no rule named: the component it mentions."""
+
+    id: str
+    cls: str
+    verdict: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class ImportPolicy:
+    """How a failed import is classified: the module, then the interpreter paths around it."""
+
+    bridge_modules: tuple[str, ...]
+    bridge_max_depth: int
+    venv_path_re: re.Pattern[str] | None
 
 
 @dataclass(frozen=True)
@@ -68,6 +104,7 @@ class FrameRule:
     cls: str
     verdict: str
     regex: re.Pattern[str]
+    upgrades: tuple[str, ...] = ()  # a finding of these classes inside such frames becomes this class
 
 
 @dataclass(frozen=True)
@@ -78,6 +115,8 @@ class Marker:
     regex: re.Pattern[str]
     tag: str | None = None
     complete_at_total: bool = False
+    upgrades: tuple[str, ...] = ()  # context: findings of these classes near it become `cls`
+    cls: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +126,9 @@ class Catalog:
     frame_rules: tuple[FrameRule, ...]
     markers: tuple[Marker, ...]
     frameworks: dict[str, tuple[str, ...]]
+    exceptions: tuple[ExceptionRule, ...] = ()
+    imports: ImportPolicy = ImportPolicy((), 2, None)
+    components: tuple[Component, ...] = ()
 
     def literals(self) -> list[str]:
         """Every literal the prefilter needs (rules and markers), deduplicated, in a stable order."""
@@ -148,8 +190,12 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             by_fw[fw] = entry
         classes[cid] = ClassInfo(id=cid, title=str(c.get("title", cid)), verdict=verdict,
                                  tier=int(c.get("tier", 0)), advice=str(c.get("advice", "")),
-                                 remedy=normalise_remedy(c.get("remedy"), where), by_framework=by_fw)
+                                 remedy=normalise_remedy(c.get("remedy"), where), by_framework=by_fw,
+                                 explains=tuple(c.get("explains") or ()))
     missing = [c for c in (*CLASS_IDS, NOISE_CLASS) if c not in classes]
+    for cid, info in classes.items():
+        if any(e not in classes for e in info.explains):
+            raise CatalogError(f"classes.{cid}: unknown class in explains {info.explains}")
     if missing:
         raise CatalogError(f"triage catalog lacks classes {missing}")
 
@@ -174,6 +220,8 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             soft=bool(r.get("soft", False)), context=r.get("context"),
             frameworks=tuple(r.get("frameworks") or ()),
             tier=int(r["tier"]) if "tier" in r else None,
+            transient=bool(r.get("transient", False)),
+            confidence=float(r.get("confidence", 0.9)), min_count=int(r.get("min_count", 1)),
         ))
     frame_rules = []
     for i, r in enumerate(data.get("frame_rule") or []):
@@ -181,8 +229,11 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         cls = r.get("class")
         if cls not in classes:
             raise CatalogError(f"{where}: unknown class {cls!r}")
+        upgrades = tuple(r.get("upgrades") or ())
+        if any(u not in classes for u in upgrades):
+            raise CatalogError(f"{where}: unknown class in upgrades {upgrades}")
         frame_rules.append(FrameRule(id=r["id"], cls=cls, verdict=r.get("verdict", classes[cls].verdict),
-                                     regex=_compile(r.get("regex"), where)))
+                                     regex=_compile(r.get("regex"), where), upgrades=upgrades))
     markers = []
     for i, m in enumerate(data.get("marker") or []):
         where = f"marker[{i}] {m.get('id', '?')}"
@@ -190,14 +241,43 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             raise CatalogError(f"{where}: kind must be one of {MARKER_KINDS}")
         markers.append(Marker(id=m["id"], kind=m["kind"], literals=_literals(m.get("literals"), where),
                               regex=_compile(m.get("regex"), where), tag=m.get("tag"),
-                              complete_at_total=bool(m.get("complete_at_total", False))))
+                              complete_at_total=bool(m.get("complete_at_total", False)),
+                              upgrades=tuple(m.get("upgrades") or ()), cls=m.get("class")))
+        if markers[-1].upgrades and (markers[-1].cls not in classes
+                                     or any(u not in classes for u in markers[-1].upgrades)):
+            raise CatalogError(f"{where}: upgrades needs a known class and known classes to upgrade")
     tags = {m.tag for m in markers if m.kind == "context"}
     for r in rules:
         if r.context and r.context not in tags:
             raise CatalogError(f"rule {r.id}: context {r.context!r} has no context marker")
     frameworks = {k: tuple(v) for k, v in (data.get("frameworks") or {}).items()}
+    exceptions = []
+    for i, e in enumerate(data.get("exception") or []):
+        where = f"exception[{i}] {e.get('id', '?')}"
+        cls = e.get("class")
+        if cls not in classes:
+            raise CatalogError(f"{where}: unknown class {cls!r}")
+        exceptions.append(ExceptionRule(
+            id=str(e.get("id")), cls=cls, verdict=e.get("verdict", classes[cls].verdict),
+            type_re=_compile(e.get("type"), where),
+            message_re=_compile(e["message"], where) if "message" in e else None,
+            tier=int(e["tier"]) if "tier" in e else None, confidence=float(e.get("confidence", 0.8))))
+    components = []
+    for i, c in enumerate(data.get("component") or []):
+        where = f"component[{i}] {c.get('id', '?')}"
+        cls = c.get("class")
+        if cls not in classes:
+            raise CatalogError(f"{where}: unknown class {cls!r}")
+        components.append(Component(id=str(c.get("id")), cls=cls, verdict=c.get("verdict", classes[cls].verdict),
+                                    regex=_compile(c.get("regex"), where)))
+    imp = data.get("imports") or {}
+    imports = ImportPolicy(
+        bridge_modules=tuple(imp.get("bridge_modules") or ()),
+        bridge_max_depth=int(imp.get("bridge_max_depth", 2)),
+        venv_path_re=_compile(imp["venv_paths"], "imports.venv_paths") if imp.get("venv_paths") else None)
     return Catalog(classes=classes, rules=tuple(rules), frame_rules=tuple(frame_rules),
-                   markers=tuple(markers), frameworks=frameworks)
+                   markers=tuple(markers), frameworks=frameworks, exceptions=tuple(exceptions),
+                   imports=imports, components=tuple(components))
 
 
 def load_catalog(path: Path | None = None) -> Catalog:

@@ -5,14 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
 from console.tui.config import load_config, save_config
+from console.tui.messages import RunsChanged
+from console.tui.notify import CHANNELS, StateWatcher, announce, settings
+from console.tui.rundata import list_runs
 from console.tui.themes import DEFAULT_THEME, load_themes, resolve_theme_name
 
 QUIT_NOTE = "q quits the console only: runs keep going"
+WATCH_S = 1.0
 
 
 class ConsoleApp(App[int]):
@@ -34,6 +39,8 @@ class ConsoleApp(App[int]):
         self._wanted_theme = theme
         self.our_themes: list[str] = []
         self._themes_ready = False
+        self._watcher = StateWatcher()
+        self.announced: list[tuple[str, list[str]]] = []  # (message, channels): tests and Help read it
 
     # -- themes ------------------------------------------------------------------------------
     def _setup_themes(self) -> None:
@@ -62,11 +69,39 @@ class ConsoleApp(App[int]):
         from console.tui.screens.home import HomeScreen
 
         self._setup_themes()
+        self.watch_runs()
+        self.set_interval(WATCH_S, self.watch_runs)
         self.push_screen(HomeScreen())
         if self._open_run is not None:
             self.open_monitor(self._open_run)
         elif self._open_log is not None:
             self.open_triage([self._open_log])
+
+    # -- notifications -----------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="app-watch-runs")
+    def watch_runs(self) -> None:
+        changes = self._watcher.changes(list_runs(self.runs_dir))
+        if changes:
+            self.post_message(RunsChanged(changes))
+
+    def on_runs_changed(self, message: RunsChanged) -> None:
+        enabled = settings(load_config())
+        for change in message.changes:
+            used = announce(change, enabled, self._write_terminal)
+            self.announced.append((change.message(), used))
+            self.notify(change.message().removeprefix("rl-console: "), timeout=6,
+                        severity="error" if change.new in ("failed", "blocked") else "information")
+
+    def _write_terminal(self, data: str) -> None:
+        driver = getattr(self, "_driver", None)
+        if driver is not None and not self.is_headless:
+            driver.write(data)
+            driver.flush()
+
+    def toggle_notify(self, channel: str) -> None:
+        enabled = settings(load_config())
+        save_config(**{f"notify_{channel}": not enabled[channel]})
+        self.notify(f"notification by {channel}: {'off' if enabled[channel] else 'on'} (remembered)")
 
     def open_monitor(self, run_dir: Path) -> None:
         from console.tui.screens.monitor import MonitorScreen
@@ -112,5 +147,11 @@ class ConsoleApp(App[int]):
         yield SystemCommand("Cycle theme", "dark -> light -> high-contrast (remembered)",
                             self.action_cycle_theme)
         yield SystemCommand("Help", "Key bindings of every screen", self.action_help)
+        enabled = settings(load_config())
+        for channel in CHANNELS:
+            state = "on" if enabled[channel] else "off"
+            yield SystemCommand(f"Notify by {channel}: {state}",
+                                f"Toggle the {channel} notification when a run changes state",
+                                lambda c=channel: self.toggle_notify(c))
         for name, help_text, action in getattr(screen, "PALETTE", []):
             yield SystemCommand(name, help_text, getattr(screen, action))

@@ -40,6 +40,12 @@ def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
     return _get("console.plan", "validate_overrides")(overrides, repo=repo)
 
 
+def framework_catalog(framework: str) -> Any:
+    """The framework's catalog: ``.levels`` (with ``requires_variant``) and ``.variants`` (name, levels,
+    title, mode, proves, args, needs_model)."""
+    return _get("console.catalog", "load_framework")(framework)
+
+
 def touched_areas() -> list[tuple[str, str]]:
     """(id, label) answers of "what did your change touch?"."""
     return list(_get("console.plan", "touched_areas")())
@@ -75,8 +81,38 @@ def triage_files(paths: list[Path]) -> dict[str, Any]:
     return _get("console.triage.scan", "triage_files")(paths)
 
 
+def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, Any]:
+    """``rl-console triage --json`` in a child process: a multi-GB log's scan never holds the
+    console's GIL (the view stays responsive). ``started(proc)`` gets the process (to stop it)."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "console", "triage", "--json", *(str(p) for p in paths)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    if started is not None:
+        started(proc)
+    out, err = proc.communicate()
+    try:
+        return dict(json.loads(out))
+    except ValueError:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        raise ConsoleError(lines[-1] if lines else f"triage exited {proc.returncode}") from None
+
+
+def failure_class(cls: str, framework: str) -> dict[str, Any]:
+    """A triage class's title, advice and remedy (for the framework) from the triage catalog."""
+    info = _get("console.triage.rules", "default_catalog")().classes.get(cls)
+    if info is None:
+        return {}
+    return {"title": info.title, "advice": info.advice_for(framework), "remedy": info.remedy_for(framework)}
+
+
 def run_verdict(run_dir: Path) -> dict[str, Any]:
-    return _get("console.triage.verdict", "run_verdict")(run_dir)
+    """The verdict recorded at the run's end (the one ls/show/report give); computed while it runs."""
+    recorded = _get("console.report", "recorded_verdict")(run_dir)
+    return recorded if recorded is not None else _get("console.triage.verdict", "run_verdict")(run_dir)
 
 
 def render_report(run_dir: Path) -> str:

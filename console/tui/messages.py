@@ -56,3 +56,10 @@ class TaskDone(Message):
     kind: str
     result: Any = None
     error: str | None = None
+
+
+@dataclass
+class RunsChanged(Message):
+    """Runs changed state since the last look (``console.tui.notify.Change`` items)."""
+
+    changes: list[Any]

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import RunNotFound
-from console.events import Event, read_events
+from console.events import Event, EventCursor
 from console.fileio import read_json
+from console.runs.recover import read_current_state
 
 LIVE_STATUSES = ("pending", "running")
 MAX_POINTS = 600  # per metric series kept for plots
@@ -80,7 +81,7 @@ class RunRow:
 
 
 def load_row(run_dir: Path) -> RunRow | None:
-    state = read_json(run_dir / "state.json")
+    state = read_current_state(run_dir)
     if not isinstance(state, dict):
         return None
     spec = read_json(run_dir / "spec.json") or {}
@@ -187,7 +188,7 @@ class RunModel:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self.snapshot = RunSnapshot(run_dir=run_dir)
-        self._events_offset = 0
+        self._events = EventCursor(run_dir / "events.jsonl")
         self._metrics_mtime = 0.0
         self._json_shorts: set[str] = set()
         self._triage_mtime = 0.0
@@ -196,10 +197,10 @@ class RunModel:
 
     def refresh(self) -> RunSnapshot:
         snap = self.snapshot
-        state = read_json(self.run_dir / "state.json")
+        state = read_current_state(self.run_dir)
         if isinstance(state, dict):
             snap.state = state
-        events, self._events_offset = read_events(self.run_dir / "events.jsonl", self._events_offset)
+        events = self._events.read()
         for ev in events:
             self._apply(ev)
         self._merge_metrics_json()

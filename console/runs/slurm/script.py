@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import SpecError
-from console.redact import MASK, is_secret_name, redact_env
+from console.redact import MASK, is_secret_name, redact_env, secret_argv_positions
 from console.runs.state import step_log_name
 from console.spec import RunSpec
 
@@ -208,7 +208,7 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
     env_words = ["env"] + [w for u in unset for w in ("-u", shlex.quote(u))]
     env_words += [f"{shlex.quote(k + '=')}{generic_word(v, roots)}" if v else shlex.quote(k + "=")
                   for k, v in env.items()]
-    words = (env_words if len(env_words) > 1 else []) + [generic_word(a, roots) for a in [*launch_prefix, *argv]]
+    words = (env_words if len(env_words) > 1 else []) + [_word(a, roots) for a in [*launch_prefix, *argv]]
     cwd = step.get("cwd") or None
     cd = f"cd {generic_word(str(cwd), roots)} && " if cwd else ""
     on_failure = step.get("on_failure") or "stop"
@@ -223,6 +223,16 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
         f"step_end {index} $? {shlex.quote(stem)} {shlex.quote(on_failure)}",
         "",
     ])
+
+
+_SECRET_ARG = "\0rl-console-secret\0"  # an argv word whose secret part comes from sbatch's environment
+
+
+def _word(arg: str, roots: dict[str, str]) -> str:
+    if arg.startswith(_SECRET_ARG):
+        var, _, prefix = arg[len(_SECRET_ARG):].partition("\0")
+        return (shlex.quote(prefix) if prefix else "") + f'"${{{var}}}"'
+    return generic_word(arg, roots)
 
 
 _RUNNER_HEAD = r"""set -u
@@ -273,7 +283,15 @@ def split_secrets(plan: dict[str, Any], spec: RunSpec) -> tuple[dict[str, Any], 
     the job inherits the variable from the submitting shell."""
     secrets = {k: v for k, v in spec.env.items() if is_secret_name(k) and v and v != MASK}
     steps = []
+    n = 0
     for step in plan.get("steps") or []:
+        argv = [str(a) for a in step.get("argv") or []]
+        for i, (prefix, value) in sorted(secret_argv_positions(argv).items()):
+            n += 1
+            var = f"RL_CONSOLE_SECRET_ARG_{n}"
+            secrets[var] = value
+            argv[i] = f"{_SECRET_ARG}{var}\0{prefix}"
+        step = {**step, "argv": argv}
         env = {}
         for key, value in (step.get("env") or {}).items():
             if is_secret_name(str(key)):

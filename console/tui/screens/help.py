@@ -23,13 +23,15 @@ HELP_TEXT = """\
            F  filter to matching lines    w  wrap
            space  follow/pause    \\[ ]  previous/next step's log
            f  rerun with fix    enter on a finding: go to its line
-           r  report     c  cancel run (asks first)
+           (anywhere in the file)    r  report    c  cancel run
 
 [b]Report[/b]     s  save to report.md    c  copy (terminal clipboard)
-[b]Triage[/b]     up/down  findings    enter  go to its line
-           o  open another log    w  wrap
-[b]New run[/b]    tab/shift+tab  move    space  tick    F2  preview
-           F3  preflight    ctrl+l  launch    esc  back
+[b]Triage[/b]     up/down  findings: cause, evidence, remedy, advice
+           enter/g  go to its line (any size of log)   o  open a log
+[b]New run[/b]    tab  next question   space  tick   (the guide at the
+           bottom says why)  F2 preview  F3 preflight  ctrl+l launch
+[b]Notify[/b]     bell, tmux message, OSC 9 when a run changes state:
+           ctrl+p "Notify by ..." switches each one
 """
 
 

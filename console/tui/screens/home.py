@@ -8,11 +8,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from console.tui.messages import RunsListed
 from console.tui.rundata import RunRow, age_text, list_runs
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.widgets.footer import ConsoleFooter
 
 REFRESH_S = 1.0
 
@@ -24,11 +25,17 @@ class HomeScreen(Screen[None]):
         Binding("l", "open_log", "Open log"),
         Binding("r", "report", "Report"),
         Binding("c", "cancel", "Cancel run"),
+        Binding("m", "mark_baseline", "Mark baseline", show=False),
+        Binding("C", "compare", "Compare", show=False),
     ]
     PALETTE = [
         ("Open selected run", "Monitor the highlighted run", "action_open_run"),
         ("Report of selected run", "The summary report, saved to report.md", "action_report"),
         ("Cancel selected run", "Stop the highlighted run and its whole process tree", "action_cancel"),
+        ("Mark run as baseline", "m: the highlighted run becomes the baseline of the next compare (C)",
+         "action_mark_baseline"),
+        ("Compare runs", "C: the marked baseline vs the highlighted run, or it vs the latest like it",
+         "action_compare"),
     ]
 
     def __init__(self) -> None:
@@ -41,7 +48,7 @@ class HomeScreen(Screen[None]):
         table: DataTable[object] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static("", markup=False, id="empty-hint")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs-table", DataTable)
@@ -130,3 +137,13 @@ class HomeScreen(Screen[None]):
         row = self._need_selected()
         if row is not None:
             confirm_cancel(self, row.path, row.id, row.live)
+
+    def action_mark_baseline(self) -> None:
+        from console.tui.screens.compare import mark_baseline
+
+        mark_baseline(self)
+
+    def action_compare(self) -> None:
+        from console.tui.screens.compare import compare_selected
+
+        compare_selected(self)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -16,7 +17,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import (
     DataTable,
-    Footer,
     Header,
     Input,
     Label,
@@ -27,12 +27,15 @@ from textual.widgets import (
     TabPane,
 )
 from textual.worker import get_current_worker
+from textual_plotext import PlotextPlot
 
 from console.tui import backend
 from console.tui.logfollow import LogFollower
 from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone
 from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.screens.findingtext import finding_text
+from console.tui.widgets.footer import ConsoleFooter
 from console.tui.widgets.logview import KEEP_LINES, LogView
 from console.tui.widgets.nodes import gpu_nodes_text, host_nodes_text
 
@@ -41,6 +44,7 @@ STATE_POLL_S = 0.5
 HOST_POLL_S = 2.0
 KEY_METRICS = ("loss", "reward", "token_mult_prob_error", "gen_kl_error", "grad_norm", "lr")
 MAX_METRIC_ROWS = 12
+PLOT_MIN_SIZE = (120, 36)  # columns, rows of the screen: below this, sparklines only
 TABS = ("log", "steps", "metrics", "system", "findings", "verdict")
 
 
@@ -78,6 +82,7 @@ class MonitorScreen(Screen[None]):
         Binding("f", "rerun_fix", "Rerun w/ fix"),
         Binding("r", "report", "Report"),
         Binding("c", "cancel", "Cancel", show=False),
+        Binding("C", "compare", "Compare", show=False),
     ]
     PALETTE = [
         ("Rerun with fix", "Start a linked run with the primary finding's remedy", "action_rerun_fix"),
@@ -101,6 +106,7 @@ class MonitorScreen(Screen[None]):
         self._input_mode = ""  # "search" | "filter"
         self._metric_names: list[str] = []
         self._metric_gen = 0
+        self._plot_sig: tuple[Any, ...] = ()
         self._host: dict[str, Any] = {}
         self._gpu: list[dict[str, Any]] = []
         self._gpu_reason = ""
@@ -115,6 +121,7 @@ class MonitorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", markup=False, id="run-header")
+        yield Static("", markup=False, id="verdict-banner")
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=None, show_eta=False, show_percentage=True, id="step-progress")
             yield Static("", markup=False, id="progress-label")
@@ -126,6 +133,7 @@ class MonitorScreen(Screen[None]):
             with TabPane("2 Steps", id="steps"):
                 yield DataTable(id="steps-table", cursor_type="row")
             with TabPane("3 Metrics", id="metrics"):
+                yield PlotextPlot(id="metric-plot")
                 yield VerticalScroll(Static("no metrics yet", id="metrics-empty", classes="hint"),
                                      id="metrics-box")
             with TabPane("4 System", id="system"), VerticalScroll():
@@ -136,7 +144,7 @@ class MonitorScreen(Screen[None]):
                 yield Static("", markup=False, id="finding-detail")
             with TabPane("6 Verdict", id="verdict"), VerticalScroll():
                 yield Static("", markup=False, id="verdict-panel", classes="panel-text")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.sub_title = self.run_dir.name
@@ -239,6 +247,7 @@ class MonitorScreen(Screen[None]):
         view.append_lines(lines)
         self.drains += 1
         self._render_log_bar()
+        self.call_after_refresh(self._render_log_bar)  # the lines' width is known after layout
 
     def on_run_updated(self, message: RunUpdated) -> None:
         snap = message.snapshot
@@ -288,6 +297,7 @@ class MonitorScreen(Screen[None]):
         if snap.hang_idle_s:
             head.append(f"  no progress for {int(snap.hang_idle_s)}s", style="bold yellow")
         self.query_one("#run-header", Static).update(head)
+        self._render_banner(snap)
         cur = snap.current_step_name()
         prog = snap.progress.get(cur or "", None) or snap.progress.get("?")
         bar = self.query_one("#step-progress", ProgressBar)
@@ -310,6 +320,26 @@ class MonitorScreen(Screen[None]):
         if snap.complete:
             label.append("training complete")
         self.query_one("#progress-label", Static).update("  ".join(label))
+
+    def _render_banner(self, snap: RunSnapshot) -> None:
+        """Once the run is over: its verdict and what to do next, in one line that fits 80 columns."""
+        banner = self.query_one("#verdict-banner", Static)
+        over = snap.status not in LIVE_STATUSES
+        banner.display = over
+        if not over:
+            return
+        verdict = snap.verdict or snap.status
+        text = Text("Run over: ", style="bold")
+        text.append_text(verdict_badge(snap.verdict, snap.status))
+        text.append("  next: ", style="bold")
+        text.append("r report")
+        if _has_fix((snap.triage or {}).get("primary")):
+            text.append(" · f rerun with fix")
+        elif verdict in ("Fail", "Blocked", "failed", "blocked"):
+            text.append(" · 5 findings")
+        text.append(" · q quit")
+        banner.set_class(verdict in ("Fail", "failed", "Blocked", "blocked"), "bad")
+        banner.update(text)
 
     def _render_steps(self, snap: RunSnapshot) -> None:
         table = self.query_one("#steps-table", DataTable)
@@ -348,11 +378,41 @@ class MonitorScreen(Screen[None]):
             if not series:
                 continue
             step, value = series[-1]
+            finite = [v for _, v in series[-120:] if math.isfinite(v)]
+            bad = next((s for s, v in series if not math.isfinite(v)), None)
+            label = Text(name if len(name) <= 32 else "…" + name[-31:])
+            label.append(f"\n{value:.4g} @ {step}")
+            if bad is not None:
+                label.append(f"  NaN/Inf from step {bad}", style="bold red")
             try:
-                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(f"{name if len(name) <= 32 else '…' + name[-31:]}\n{value:.4g} @ {step}")
-                self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = [v for _, v in series[-120:]]
+                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(label)
+                self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = finite
             except Exception:  # noqa: BLE001 - rows are being (re)mounted; next update fills them
                 pass
+        self._render_plot(snap, names)
+
+    def _render_plot(self, snap: RunSnapshot, names: list[str]) -> None:
+        """Curves of the two key metrics when the screen is big enough; sparklines only at 80x24."""
+        plot = self.query_one("#metric-plot", PlotextPlot)
+        big = self.size.width >= PLOT_MIN_SIZE[0] and self.size.height >= PLOT_MIN_SIZE[1]
+        plot.display = big and bool(names)
+        if not plot.display:
+            return
+        shown = names[:2]
+        sig = (tuple(shown), tuple(len(snap.metrics[n]) for n in shown))
+        if sig == self._plot_sig:
+            return
+        self._plot_sig = sig
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        for name in shown:
+            points = [(s, v) for s, v in snap.metrics[name] if math.isfinite(v)]
+            if points:
+                plt.plot([s for s, _ in points], [v for _, v in points], label=name.rsplit("/", 1)[-1])
+        plt.title("key metrics by step")
+        plt.xlabel("step")
+        plot.refresh()
 
     def _render_findings(self, snap: RunSnapshot) -> None:
         primary = (snap.triage or {}).get("primary")
@@ -369,22 +429,23 @@ class MonitorScreen(Screen[None]):
         for i, f in enumerate(rows):
             table.add_row(verdict_badge(f.get("verdict")), f.get("class", "?"), str(f.get("line", "")),
                           str(f.get("evidence", ""))[:200], key=str(i))
+        self._show_finding_detail(table.cursor_row if rows else None)
+
+    def _show_finding_detail(self, index: int | None) -> None:
         detail = self.query_one("#finding-detail", Static)
-        if primary:
-            remedy = primary.get("remedy") or {}
-            fix = ", ".join([*(f"{k}={v}" for k, v in (remedy.get("env") or {}).items()),
-                             *(remedy.get("overrides") or []), *(f"unset {u}" for u in remedy.get("unset") or [])])
-            text = Text()
-            text.append(f"Primary: {primary.get('class')} ({primary.get('verdict')}) ", style="bold")
-            text.append(f"line {primary.get('line')}\n")
-            text.append(str(primary.get("advice") or ""))
-            if fix:
-                text.append(f"\nFix: {fix}   press f to rerun with it", style="bold")
-            detail.update(text)
+        rows = self._finding_rows
+        triage = (self.snapshot.triage if self.snapshot else None) or {}
+        primary = triage.get("primary")
+        if index is not None and 0 <= index < len(rows):
+            detail.update(finding_text(rows[index], primary, triage.get("framework"), fix_key=True))
         elif rows:
             detail.update("No failure so far; findings above are informational.")
         else:
             detail.update("No findings.")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "findings-table":
+            self._show_finding_detail(event.cursor_row)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """enter on a finding: show its step's log, highlighting the evidence."""
@@ -401,16 +462,24 @@ class MonitorScreen(Screen[None]):
             self.log_index = None if target == self.snapshot.current_index else target
             with self._lock:
                 self._want_log = self.snapshot.log_path(target)
+        path = self.snapshot.log_path(names.index(finding["step"])) if finding.get("step") in names \
+            else self.snapshot.log_path()
         self.action_tab("log")
         view = self.query_one("#logview", LogView)
         evidence = str(finding.get("evidence") or "").strip()[:60]
-        self.set_timer(0.3, lambda: self._search_evidence(view, evidence))
+        self.set_timer(0.3, lambda: self._search_evidence(view, evidence, path, int(finding.get("line") or 0)))
 
-    def _search_evidence(self, view: LogView, evidence: str) -> None:
-        if evidence and view.set_search(evidence) is None:
-            self.notify("evidence line not in the loaded part of the log", timeout=2)
-        view.focus()
-        self._render_log_bar()
+    def _search_evidence(self, view: LogView, evidence: str, path: Path | None, line: int) -> None:
+        if evidence and view.set_search(evidence) is not None:
+            view.focus()
+            self._render_log_bar()
+            return
+        if path is not None and path.is_file() and line > 0:  # not in the live view's part: the whole file
+            from console.tui.screens.triage import TriageScreen
+
+            self.app.push_screen(TriageScreen([path], line=line))
+            return
+        self.notify("that line is not in this log any more", timeout=2)
 
     def _render_system(self) -> None:
         if self.snapshot and (self.snapshot.gpu_nodes or self.snapshot.host_nodes):  # a Slurm job, per node
@@ -498,6 +567,8 @@ class MonitorScreen(Screen[None]):
         if view.search_text:
             parts.append(f"search: {view.search_text}")
         parts.append(f"{view.total_lines} lines")
+        if view.virtual_size.width > view.scrollable_content_region.width > 0 and not view.wrap:
+            parts.append("←/→ scroll")
         if self._log_label:
             parts.append(self._log_label)
         self.query_one("#log-bar", Static).update(" • ".join(parts))
@@ -575,6 +646,11 @@ class MonitorScreen(Screen[None]):
             self._want_log = snap.log_path(idx)
         self.notify(f"log of step {idx + 1}/{count}" + (" (following)" if self.log_index is None else ""),
                     timeout=1.5)
+
+    def action_compare(self) -> None:
+        from console.tui.screens.compare import compare_selected
+
+        compare_selected(self, self.run_dir)
 
     def action_report(self) -> None:
         self.app.open_report(self.run_dir)  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Header, Input, Label, Select, SelectionList, Static, TextArea
+from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, TextArea
 
 from console.redact import redact_env
 from console.spec import FRAMEWORKS, RunSpec
 from console.tui import backend
 from console.tui.messages import TaskDone
+from console.tui.widgets.footer import ConsoleFooter
 
 
 def _field(item: Any, *names: str, default: Any = None) -> Any:
@@ -59,7 +61,40 @@ def parse_env(text: str) -> tuple[dict[str, str], str | None]:
     return env, None
 
 
+GUIDE_START = ("Step 1 of 4: tick what your change touched (space); the levels it needs get ticked "
+               "for you. This guide explains each level as you move over it.")
+FLAG_WORDS = (("--bridge-repo", "Megatron-Bridge checkout"), ("--variant", "Variants"), ("--level", "Levels"),
+              ("--override", "Overrides"), ("--env", "Environment"), ("--model", "Model"),
+              ("--repo", "NeMo-RL / verl checkout"))
+
+
+def in_console_words(message: str) -> str:
+    """A core error (written for the CLI's flags) in the names of this screen's fields."""
+    for flag, field in FLAG_WORDS:
+        message = message.replace(flag, field)
+    return message
+
+
+def check_choice(levels: list[int], variants: list[str], need_variant: set[int],
+                 variant_info: list[Any]) -> str | None:
+    """The level/variant rules of the plan builder, said for this screen; None when consistent."""
+    by_name = {v.name: v for v in variant_info}
+    for name in variants:
+        v = by_name.get(name)
+        if v is not None and not set(v.levels) & set(levels):
+            wanted = " or ".join(f"Level {n}" for n in v.levels)
+            return f"Variant {name} belongs to {wanted}: tick that level under Levels, or untick {name}."
+    for number in sorted(need_variant & set(levels)):
+        choices = [v.name for v in variant_info if number in v.levels]
+        if not any(name in choices for name in variants):
+            return (f"Level {number} runs only with a variant: tick one of {', '.join(choices)} "
+                    f"under Variants (the guide shows what each proves).")
+    return None
+
+
 class NewRunScreen(Screen[None]):
+    """A guided form: what changed -> levels (with why) -> variants (with meaning) -> preflight -> launch."""
+
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("f2", "preview", "Preview", key_display="F2"),
@@ -71,27 +106,33 @@ class NewRunScreen(Screen[None]):
         super().__init__()
         self.runs_dir = runs_dir
         self.levels: list[Any] = []
+        self.variant_info: list[Any] = []
+        self.need_variant: set[int] = set()
+        self.recommended: list[int] = []
         self.plan: Any = None
+        self.doctor: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="newrun-form"):
             yield Label("Framework", classes="field")
-            yield Select([(f, f) for f in FRAMEWORKS], value="demo", allow_blank=False, id="framework")
-            yield Label("What did your change touch? (ticks the recommended levels)", classes="field")
-            yield SelectionList[str](id="touched")
-            yield Label("Levels", classes="field")
-            yield SelectionList[int](id="levels")
+            yield Select([(f, f) for f in FRAMEWORKS], value="demo", allow_blank=False, id="framework", compact=True)
+            yield Label("1. What did your change touch? (space ticks; levels follow)", classes="field")
+            yield SelectionList[str](id="touched", compact=True)
+            yield Label("2. Levels (the guide below says when each is required and what it proves)",
+                        classes="field")
+            yield SelectionList[int](id="levels", compact=True)
             yield Static("", markup=False, id="levels-status", classes="field-hint")
-            yield Label("Variants (comma separated)", classes="field")
-            yield Input(placeholder="e.g. nan", id="variants")
-            yield Label("Model (HF id or local path)", classes="field")
-            yield Input(placeholder="e.g. Qwen/Qwen3-0.6B", id="model")
+            yield Label("3. Variants (optional, per level; the guide says what each proves)", classes="field")
+            yield SelectionList[str](id="variants", compact=True)
+            yield Static("", markup=False, id="variants-status", classes="field-hint")
+            yield Label("4. Model (HF id or local path; empty: the procedure's default)", classes="field")
+            yield Input(placeholder="e.g. Qwen/Qwen3-0.6B", id="model", compact=True)
             yield Label("Megatron-Bridge checkout", classes="field")
-            yield Input(value=os.environ.get("BRIDGE_REPO", ""), placeholder="$BRIDGE_REPO", id="bridge_repo")
+            yield Input(value=os.environ.get("BRIDGE_REPO", ""), placeholder="$BRIDGE_REPO", id="bridge_repo", compact=True)
             yield Static("", markup=False, id="bridge_repo-status", classes="field-hint")
             yield Label("NeMo-RL / verl checkout", classes="field")
-            yield Input(placeholder="$NEMO_RL_REPO or $VERL_REPO", id="repo")
+            yield Input(placeholder="$NEMO_RL_REPO or $VERL_REPO", id="repo", compact=True)
             yield Static("", markup=False, id="repo-status", classes="field-hint")
             yield Label("Overrides (Hydra KEY=VALUE, one per line)", classes="field")
             yield TextArea("", id="overrides")
@@ -100,74 +141,206 @@ class NewRunScreen(Screen[None]):
             yield TextArea("", id="env")
             yield Static("", markup=False, id="env-status", classes="field-hint")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Preview F2", id="preview")
-                yield Button("Preflight F3", id="preflight")
-                yield Button("Launch ctrl+l", id="launch", variant="success")
+                yield Button("Preview F2", id="preview-button")
+                yield Button("Preflight F3", id="preflight-button")
+                yield Button("Launch ctrl+l", id="launch-button", variant="success")
             yield Static("", markup=False, id="preflight-out")
             yield Static("", markup=False, id="preview")
-        yield Footer()
+        yield Static(GUIDE_START, markup=False, id="guide")
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "new run"
         self._load_catalog("demo")
         for name in ("bridge_repo", "repo"):
             self._validate_repo(name, self.query_one(f"#{name}", Input).value)
-        self.query_one("#framework", Select).focus()
+        self.query_one("#touched", SelectionList).focus()
+
+    @property
+    def framework(self) -> str:
+        return str(self.query_one("#framework", Select).value)
 
     # -- catalog -----------------------------------------------------------------------------
     def _load_catalog(self, framework: str) -> None:
         levels_list = self.query_one("#levels", SelectionList)
         touched = self.query_one("#touched", SelectionList)
+        kept_touched = list(touched.selected)
         levels_list.clear_options()
         touched.clear_options()
         status = self.query_one("#levels-status", Static)
         try:
             self.levels = list(backend.catalog_levels(framework))
+            catalog = backend.framework_catalog(framework)
+            self.variant_info = list(catalog.variants)
+            self.need_variant = {lv.number for lv in catalog.levels if lv.requires_variant}
         except Exception as exc:  # noqa: BLE001 - show why, keep the form usable
-            self.levels = []
+            self.levels, self.variant_info, self.need_variant = [], [], set()
             status.update(Text(f"levels unavailable: {exc}", style="red"))
             return
         status.update("")
         for item in self.levels:
-            number = int(_field(item, "level", "number", default=0))
-            title = _field(item, "title", "name", default=f"Level {number}")
-            when = _field(item, "required_when", "when", default="")
-            proves = _field(item, "proves", default="")
-            prompt = Text(f"L{number} {title}", style="bold")
-            if when:
-                prompt.append(f"\n   required when: {when}", style="dim")
-            if proves:
-                prompt.append(f"\n   proves: {proves}", style="dim")
-            levels_list.add_option((prompt, number, number == 0))
+            number = int(_field(item, "number", "level", default=0))
+            levels_list.add_option((self._level_prompt(item), number, number == 0))
         try:
             questions = backend.touched_areas()
         except Exception:  # noqa: BLE001 - no questions in this catalog
             questions = []
         for key, label in questions:
-            touched.add_option((str(label), str(key)))
+            touched.add_option((str(label), str(key), key in kept_touched))
         touched.display = bool(questions)
+        self._load_variants()
+        if kept_touched:
+            self._recommend(kept_touched)
+        self._check_choice()
+
+    def _level_prompt(self, item: Any) -> Text:
+        number = int(_field(item, "number", "level", default=0))
+        prompt = Text(f"L{number} ", style="bold")
+        prompt.append(str(_field(item, "title", default="")))
+        gpus = int(_field(item, "gpus", default=0) or 0)
+        if gpus:
+            prompt.append(f"  {gpus} GPU", style="dim")
+        if number in self.recommended:
+            prompt.append("  recommended", style="bold green")
+        return prompt
+
+    def _load_variants(self) -> None:
+        box = self.query_one("#variants", SelectionList)
+        kept = set(box.selected)
+        box.clear_options()
+        for v in self.variant_info:
+            prompt = Text(f"{v.name}", style="bold")
+            prompt.append(f"  L{'/'.join(map(str, v.levels))}  {v.title}", style="dim")
+            box.add_option((prompt, v.name, v.name in kept))
+        box.display = bool(self.variant_info)
+        self.query_one("#variants-status", Static).update(
+            "" if self.variant_info else f"{self.framework} has no variants")
+
+    def _level_info(self, number: int) -> Any:
+        return next((lv for lv in self.levels if int(_field(lv, "number", "level", default=-1)) == number), None)
+
+    def level_guide(self, number: int) -> Text:
+        item = self._level_info(number)
+        if item is None:
+            return Text("")
+        text = Text()
+        text.append(f"Level {number}: {_field(item, 'title', default='')}", style="bold")
+        gpus = int(_field(item, "gpus", default=0) or 0)
+        text.append(f"  ({gpus} GPU)" if gpus else "  (no GPU needed)", style="dim")
+        if number in self.recommended:
+            text.append("  recommended for your change", style="bold green")
+        text.append("\nrequired when: ", style="bold")
+        text.append(str(_field(item, "required_when", "when", default="") or "-"))
+        text.append("\nproves: ", style="bold")
+        text.append(str(_field(item, "proves", default="") or "-"))
+        names = [v.name for v in self.variant_info if number in v.levels]
+        if names:
+            need = "runs only with one of" if number in self.need_variant else "variants"
+            text.append(f"\n{need}: {', '.join(names)}", style="dim")
+        return text
+
+    def variant_guide(self, name: str) -> Text:
+        v = next((x for x in self.variant_info if x.name == name), None)
+        if v is None:
+            return Text("")
+        text = Text()
+        text.append(f"Variant {v.name}: {v.title}", style="bold")
+        text.append(f"  (Level {'/'.join(map(str, v.levels))})", style="dim")
+        how = {"modify": "changes the level's run", "rerun": "adds a second run with changed settings",
+               "add": "adds its own run"}.get(v.mode, v.mode)
+        text.append(f"\nwhat it does: {how}")
+        if v.args:
+            text.append(f" ({' '.join(v.args)[:120]})", style="dim")
+        text.append("\nproves: ", style="bold")
+        text.append(v.proves or "-")
+        if v.needs_model:
+            text.append("\nneeds a model that has this feature (set Model)", style="yellow")
+        return text
+
+    def _guide(self, text: Text | str) -> None:
+        self.query_one("#guide", Static).update(text)
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "framework" and isinstance(event.value, str):
             self._load_catalog(event.value)
             self.plan = None
 
+    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+        listing = event.selection_list
+        value = listing.get_option_at_index(event.selection_index).value
+        if listing.id == "levels":
+            self._guide(self.level_guide(int(value)))
+        elif listing.id == "variants":
+            self._guide(self.variant_guide(str(value)))
+        elif listing.id == "touched":
+            try:
+                wanted = backend.recommend_levels(self.framework, [str(value)])
+            except Exception:  # noqa: BLE001 - no recommendation for this framework
+                wanted = [0]
+            text = Text(f"{listing.get_option_at_index(event.selection_index).prompt}\n", style="bold")
+            text.append(f"needs on {self.framework}: " + ", ".join(f"Level {n}" for n in wanted))
+            text.append("\nspace ticks it; tab moves on to the levels", style="dim")
+            self._guide(text)
+
+    def on_descendant_focus(self, event: Any) -> None:
+        widget = getattr(event, "widget", None)
+        wid = getattr(widget, "id", None)
+        if isinstance(widget, SelectionList) and widget.option_count:
+            if widget.highlighted is None:
+                widget.highlighted = 0  # its guide follows (SelectionHighlighted)
+            else:
+                self.on_selection_list_selection_highlighted(
+                    SelectionList.SelectionHighlighted(widget, widget.highlighted))
+        elif wid == "framework":
+            self._guide("Framework: demo runs the embedded GRPO demo (no GPU needed); nemo-rl and verl run "
+                        "the procedures' commands in your checkouts.")
+        elif wid in ("model", "bridge_repo", "repo", "overrides", "env"):
+            self._guide({"model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
+                         "bridge_repo": "Your Megatron-Bridge checkout (the change under test).",
+                         "repo": "The NeMo-RL or verl checkout the procedure runs in.",
+                         "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
+                         "env": "Extra environment, one KEY=VALUE per line (secrets never reach files)."}[wid]
+                        + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch")
+
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
-        if event.selection_list.id != "touched":
-            return
-        framework = str(self.query_one("#framework", Select).value)
+        self.plan = None
+        if event.selection_list.id == "touched":
+            self._recommend(list(event.selection_list.selected))
+        self._check_choice()
+
+    def choice_summary(self) -> str:
+        levels = sorted(self.query_one("#levels", SelectionList).selected) or [0]
+        variants = list(self.query_one("#variants", SelectionList).selected)
+        return (f"Your run: {self.framework}, " + ", ".join(f"Level {n}" for n in levels)
+                + (f", variants: {', '.join(variants)}" if variants else ", no variant")
+                + "  (ctrl+l launches after the preflight)")
+
+    def _recommend(self, touched: list[str]) -> None:
         try:
-            wanted = set(backend.recommend_levels(framework, list(event.selection_list.selected)))
+            wanted = sorted(set(backend.recommend_levels(self.framework, touched)))
         except Exception as exc:  # noqa: BLE001
             self.notify(f"no recommendation: {exc}", severity="warning")
             return
+        self.recommended = [int(n) for n in wanted]
         levels = self.query_one("#levels", SelectionList)
-        for number in wanted:
-            try:
-                levels.select(int(number))
-            except Exception:  # noqa: BLE001 - a level this catalog lacks
-                continue
-        self.query_one("#levels-status", Static).update(f"recommended: {sorted(wanted)}")
+        for i, item in enumerate(self.levels):
+            number = int(_field(item, "number", "level", default=0))
+            with contextlib.suppress(Exception):
+                levels.replace_option_prompt_at_index(i, self._level_prompt(item))
+            if number in wanted:
+                levels.select(number)
+        self.query_one("#levels-status", Static).update(
+            "recommended for what you ticked: " + ", ".join(f"Level {n}" for n in self.recommended)
+            + " (ticked; the guide says why when you move over a level)")
+
+    def _check_choice(self) -> str | None:
+        levels = sorted(self.query_one("#levels", SelectionList).selected)
+        variants = list(self.query_one("#variants", SelectionList).selected)
+        problem = check_choice(levels or [0], variants, self.need_variant, self.variant_info)
+        status = self.query_one("#variants-status", Static)
+        status.update(problem or self.choice_summary())
+        status.set_class(bool(problem), "error")
+        return problem
 
     # -- validation as you type --------------------------------------------------------------
     def _validate_repo(self, name: str, value: str) -> None:
@@ -210,10 +383,13 @@ class NewRunScreen(Screen[None]):
 
         env, err = parse_env(self.query_one("#env", TextArea).text)
         if err:
-            raise SpecError(err)
-        variants = [v.strip() for v in self.query_one("#variants", Input).value.split(",") if v.strip()]
+            raise SpecError(f"Environment, {err}")
+        problem = self._check_choice()
+        if problem:
+            raise SpecError(problem)
+        variants = list(self.query_one("#variants", SelectionList).selected)
         levels = sorted(self.query_one("#levels", SelectionList).selected) or [0]
-        framework = str(self.query_one("#framework", Select).value)
+        framework = self.framework
         bridge = self.query_one("#bridge_repo", Input).value.strip() or None
         repo = self.query_one("#repo", Input).value.strip() or None
         if repo is None and framework == "nemo-rl":
@@ -227,15 +403,20 @@ class NewRunScreen(Screen[None]):
 
     # -- actions -----------------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        {"preview": self.action_preview, "preflight": self.action_preflight,
-         "launch": self.action_launch}[str(event.button.id)]()
+        {"preview-button": self.action_preview, "preflight-button": self.action_preflight,
+         "launch-button": self.action_launch}[str(event.button.id)]()
 
     def _spec_or_error(self) -> RunSpec | None:
         try:
             return self.build_spec()
         except Exception as exc:  # noqa: BLE001
-            self.notify(str(exc), severity="error")
+            self._error(str(exc))
             return None
+
+    def _error(self, message: str) -> None:
+        message = in_console_words(message)
+        self.notify(message, severity="error", timeout=8)
+        self._guide(Text(message, style="bold red"))
 
     def action_preview(self) -> None:
         spec = self._spec_or_error()
@@ -246,18 +427,23 @@ class NewRunScreen(Screen[None]):
         spec = self._spec_or_error()
         if spec is not None:
             self.query_one("#preflight-out", Static).update("running preflight checks...")
+            self._show("#preflight-out")
             self.run_task("preflight", spec)
 
     def action_launch(self) -> None:
         spec = self._spec_or_error()
         if spec is not None:
-            self.notify("launching...")
+            self.notify("preflight, then launch...")
             self.run_task("launch", spec)
+
+    def _show(self, selector: str) -> None:
+        """Bring a result into view (top of the form's visible part)."""
+        widget = self.query_one(selector, Static)
+        self.call_after_refresh(self.query_one("#newrun-form", VerticalScroll).scroll_to_widget, widget,
+                                animate=False, top=True)
 
     @work(thread=True, exclusive=True, group="newrun-task")
     def run_task(self, kind: str, spec: RunSpec) -> None:
-        from console.errors import SpecError
-
         try:
             plan = backend.build_plan(spec)
             if kind == "preview":
@@ -266,10 +452,14 @@ class NewRunScreen(Screen[None]):
                 result = (plan, backend.run_doctor(spec, plan))
             else:
                 doctor, blocked = backend.preflight_blocks(spec, plan)
-                if blocked:
-                    self.post_message(TaskDone("preflight", (plan, doctor)))
-                    raise SpecError("preflight checks block this run: see the results above the preview "
-                                    "(or start it from the CLI with --no-doctor)")
+                if blocked and kind == "launch":
+                    self.post_message(TaskDone("blocked", (plan, doctor, spec)))
+                    return
+                if blocked:  # "start anyway": the run's spec says so, and so does its report
+                    spec.extra["preflight_override"] = {
+                        "verdict": doctor.get("verdict"),
+                        "checks": [c.get("id") for c in doctor.get("checks") or [] if c.get("status") == "block"],
+                        "started": time.time()}
                 result = backend.start_run(spec, plan)
                 with contextlib.suppress(OSError, backend.BackendMissing):
                     backend.write_doctor_json(result, doctor)
@@ -281,25 +471,58 @@ class NewRunScreen(Screen[None]):
     def on_task_done(self, message: TaskDone) -> None:
         if message.kind == "overrides":
             status = self.query_one("#overrides-status", Static)
-            status.update(message.error or ("ok" if self._overrides() else ""))
+            status.update(in_console_words(message.error) if message.error else ("ok" if self._overrides() else ""))
             status.set_class(bool(message.error), "error")
             return
         if message.error:
-            self.notify(f"{message.kind}: {message.error}", severity="error", timeout=8)
+            self._error(f"{message.kind}: {message.error}")
             if message.kind == "preflight":
-                self.query_one("#preflight-out", Static).update(Text(message.error, style="red"))
+                self.query_one("#preflight-out", Static).update(Text(in_console_words(message.error), style="red"))
             return
         if message.kind == "preview":
             self.plan = message.result
             self.query_one("#preview", Static).update(render_preview(message.result))
-            self.query_one("#newrun-form", VerticalScroll).scroll_end(animate=False)
+            self._show("#preview")
+            self._guide("Preview: the exact commands, below. F3 runs the preflight checks; ctrl+l launches "
+                        "(after the same checks).")
         elif message.kind == "preflight":
-            self.plan, doctor = message.result
-            self.query_one("#preflight-out", Static).update(render_doctor(doctor))
-        elif message.kind == "launch":
+            self.plan, self.doctor = message.result
+            self._show_doctor(self.doctor)
+        elif message.kind == "blocked":
+            self.plan, self.doctor, spec = message.result
+            self._show_doctor(self.doctor)
+            self._ask_start_anyway(spec, self.doctor)
+        elif message.kind in ("launch", "launch-anyway"):
             run_dir = Path(message.result)
             self.notify(f"started {run_dir.name} (it keeps running if you quit)")
             self.app.switch_screen(_monitor(run_dir))
+
+    def _show_doctor(self, doctor: dict[str, Any]) -> None:
+        self.query_one("#preflight-out", Static).update(render_doctor(doctor))
+        self._show("#preflight-out")
+        verdict = str(doctor.get("verdict"))
+        bad = [c for c in doctor.get("checks") or [] if c.get("status") in ("block", "warn")]
+        text = Text(f"Preflight: {verdict}", style="bold red" if verdict == "block" else "bold")
+        text.append(f"  ({len(bad)} check(s) need a look, shown above)" if bad else "  every check ok")
+        text.append("\nctrl+l launches" + (" (you will be asked: start anyway?)" if verdict == "block" else ""),
+                    style="dim")
+        self._guide(text)
+
+    def _ask_start_anyway(self, spec: RunSpec, doctor: dict[str, Any]) -> None:
+        from console.tui.screens.dialogs import ConfirmDialog
+
+        blocks = [f"{c.get('id')}: {str(c.get('evidence') or '').splitlines()[0][:80] if c.get('evidence') else ''}"
+                  for c in doctor.get("checks") or [] if c.get("status") == "block"]
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.notify("starting anyway: the run and its report record it")
+                self.run_task("launch-anyway", spec)
+
+        self.app.push_screen(ConfirmDialog(
+            "Preflight blocks this run. Start anyway?",
+            "\n".join(blocks[:5]) + "\nThe run's spec.json and its report will say it was started anyway."),
+            answer)
 
 
 def _monitor(run_dir: Path) -> Screen[None]:

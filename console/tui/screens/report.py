@@ -8,12 +8,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static, TextArea
+from textual.widgets import Header, Static, TextArea
 
 from console.fileio import write_text_atomic
 from console.redact import redact_text
 from console.tui import backend
 from console.tui.messages import TaskDone
+from console.tui.widgets.footer import ConsoleFooter
 
 
 class ReportScreen(Screen[None]):
@@ -32,7 +33,7 @@ class ReportScreen(Screen[None]):
         yield Header()
         yield Static(f"Report of {self.run_dir.name}: rendering...", markup=False, id="report-status", classes="hint")
         yield TextArea("", read_only=True, id="report-body", soft_wrap=True, show_line_numbers=False)
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.sub_title = self.run_dir.name
@@ -60,7 +61,7 @@ class ReportScreen(Screen[None]):
         self.markdown = redact_text(str(message.result))
         self.query_one("#report-body", TextArea).load_text(self.markdown)
         note = f" ({message.error})" if message.error else ""
-        status.update(f"s: save to {self.run_dir / 'report.md'}   c: copy{note}")
+        status.update(f"s: save to {self.run_dir.name}/report.md   c: copy{note}")
         self.query_one("#report-body", TextArea).focus()
 
     def action_save(self) -> None:

@@ -1,90 +1,86 @@
-"""Triage: open any log file and browse its findings next to the lines they point at."""
+"""Triage: open any log file (of any size) and browse its findings next to the lines they point at.
+
+The triage engine runs in a child process (``rl-console triage --json``), so scanning a
+multi-GB log never starves the view. The findings list and the highlighted finding in full (cause, advice, remedy, evidence line) sit
+above a virtual view of the whole file: enter jumps to the finding's line wherever it is.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 from pathlib import Path
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from console.monitor.text import clean_line
 from console.tui import backend
 from console.tui.messages import TaskDone
 from console.tui.screens.badges import verdict_badge
-from console.tui.widgets.logview import LogView
+from console.tui.screens.findingtext import finding_text
+from console.tui.widgets.footer import ConsoleFooter
+from console.tui.widgets.virtuallog import VirtualLogView
 
-MAX_VIEW_BYTES = 32 * 1024 * 1024
-
-
-def read_lines(path: Path, limit: int = MAX_VIEW_BYTES) -> tuple[list[str], int]:
-    """Lines of ``path`` (cleaned); files bigger than ``limit`` are read from their tail.
-
-    Returns the lines and the 1-based number of the first one (line numbers stay true).
-    """
-    size = path.stat().st_size
-    first = 1
-    with open(path, "rb") as fh:
-        if size > limit:
-            head_lines = 0
-            remaining = size - limit
-            while remaining > 0:  # count newlines we skip, in bounded chunks
-                chunk = fh.read(min(remaining, 8 * 1024 * 1024))
-                if not chunk:
-                    break
-                head_lines += chunk.count(b"\n")
-                remaining -= len(chunk)
-            data = fh.read()
-            cut = data.find(b"\n")
-            data = data[cut + 1:] if cut >= 0 else data
-            first = head_lines + 2 if cut >= 0 else head_lines + 1
-        else:
-            data = fh.read()
-    return [clean_line(raw[:8192]) for raw in data.split(b"\n")], first
+STATUS_S = 0.5
 
 
 class TriageScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("o", "app.open_log_prompt", "Open log"),
-        Binding("w", "wrap", "Wrap"),
+        Binding("g", "goto_finding", "Go to line"),
+        Binding("tab", "app.focus_next", "Findings/log", show=False),
     ]
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], *, line: int | None = None) -> None:
         super().__init__()
         self.paths = paths
-        self.first_line = 1
+        self.start_line = line
         self.result: dict | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("triaging...", markup=False, id="triage-status", classes="hint")
-        with Horizontal(id="triage-main"):
-            with Vertical(id="triage-findings"):
-                yield OptionList(id="triage-list")
-                yield Static("", markup=False, id="triage-advice", classes="hint")
-            yield LogView(id="triage-log", max_lines=200_000)
-        yield Footer()
+        with Horizontal(id="triage-top"):
+            yield OptionList(id="triage-list")
+            with VerticalScroll(id="triage-detail-box"):
+                yield Static("", markup=False, id="triage-advice")
+        yield VirtualLogView(self.paths[0], id="triage-log")
+        yield Static("", markup=False, id="triage-logbar")
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.sub_title = ", ".join(p.name for p in self.paths)
+        if self.start_line:
+            self.query_one("#triage-log", VirtualLogView).goto(self.start_line)
+        self._render_logbar()
+        self.set_interval(STATUS_S, self._render_logbar)
         self.load()
+
+    def _remember_proc(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    def on_unmount(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+    def _render_logbar(self) -> None:
+        view = self.query_one("#triage-log", VirtualLogView)
+        self.query_one("#triage-logbar", Static).update(f"{self.paths[0].name} · {view.status()}")
 
     @work(thread=True, exclusive=True, group="triage")
     def load(self) -> None:
         try:
-            lines, first = read_lines(self.paths[0])
-        except OSError as exc:
-            self.post_message(TaskDone("triage-lines", error=str(exc)))
-            return
-        self.post_message(TaskDone("triage-lines", (lines, first)))
-        try:
-            result = backend.triage_files(self.paths)
+            result = backend.triage_in_subprocess(self.paths, started=self._remember_proc)
         except Exception as exc:  # noqa: BLE001 - one line to the user
             self.post_message(TaskDone("triage", error=str(exc)))
             return
@@ -92,16 +88,6 @@ class TriageScreen(Screen[None]):
 
     def on_task_done(self, message: TaskDone) -> None:
         status = self.query_one("#triage-status", Static)
-        if message.kind == "triage-lines":
-            if message.error:
-                status.update(f"cannot read {self.paths[0]}: {message.error}")
-                return
-            lines, self.first_line = message.result
-            view = self.query_one("#triage-log", LogView)
-            view.auto_scroll = False
-            view.append_lines(f"{self.first_line + i:>6} {ln}" for i, ln in enumerate(lines))
-            view.scroll_home(animate=False)
-            return
         if message.error:
             status.update(f"triage unavailable: {message.error}")
             return
@@ -115,6 +101,7 @@ class TriageScreen(Screen[None]):
         primary = result.get("primary")
         if primary:
             head.append(f"  primary: {primary.get('class')} at line {primary.get('line')}")
+        head.append("   enter: go to the line", style="dim")
         status.update(head)
         options = self.query_one("#triage-list", OptionList)
         options.clear_options()
@@ -128,33 +115,47 @@ class TriageScreen(Screen[None]):
             options.add_option(Option(label, id=str(i)))
         if not findings:
             options.add_option(Option("no findings", disabled=True))
-        advice = self.query_one("#triage-advice", Static)
-        advice.update(str((primary or {}).get("advice") or ""))
+            self.query_one("#triage-advice", Static).update("No findings: nothing in this log matched a "
+                                                            "triage rule.")
         options.focus()
         if findings:
-            options.highlighted = 0
+            first = next((i for i, f in enumerate(findings) if primary and f.get("class") == primary.get("class")
+                          and f.get("line") == primary.get("line")), 0)
+            options.highlighted = first
 
     def _finding(self, index: int | None) -> dict | None:
         findings = (self.result or {}).get("findings") or []
         return findings[index] if index is not None and 0 <= index < len(findings) else None
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        self._jump(self._finding(event.option_index))
+        finding = self._finding(event.option_index)
+        if finding:
+            self._detail(finding)
+            self._jump(finding)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self._jump(self._finding(event.option_index))
-        self.query_one("#triage-log", LogView).focus()
+        finding = self._finding(event.option_index)
+        if finding:
+            self._jump(finding)
+            self.query_one("#triage-log", VirtualLogView).focus()
 
-    def _jump(self, finding: dict | None) -> None:
-        if not finding:
-            return
-        view = self.query_one("#triage-log", LogView)
+    def action_goto_finding(self) -> None:
+        options = self.query_one("#triage-list", OptionList)
+        finding = self._finding(options.highlighted)
+        if finding:
+            self._jump(finding)
+            self.query_one("#triage-log", VirtualLogView).focus()
+
+    def _detail(self, finding: dict) -> None:
+        result = self.result or {}
+        self.query_one("#triage-advice", Static).update(
+            finding_text(finding, result.get("primary"), result.get("framework")))
+        self.query_one("#triage-detail-box", VerticalScroll).scroll_home(animate=False)
+
+    def _jump(self, finding: dict) -> None:
+        view = self.query_one("#triage-log", VirtualLogView)
+        evidence = str(finding.get("evidence") or "").strip()
+        view.set_search(evidence[:60])
         line = int(finding.get("line") or 0)
-        y = max(0, line - self.first_line)
-        view.set_search(str(finding.get("evidence") or "")[:60]) if finding.get("evidence") else None
-        view.scroll_to(y=max(0, y - view.scrollable_content_region.height // 2), animate=False)
-        advice = self.query_one("#triage-advice", Static)
-        advice.update(f"{finding.get('class')}: {finding.get('evidence', '')}"[:300])
-
-    def action_wrap(self) -> None:
-        self.query_one("#triage-log", LogView).toggle_wrap()
+        if line > 0 and not view.goto(line):
+            self._render_logbar()

@@ -1,0 +1,154 @@
+"""The end of a step and of a run, recorded once inside the run folder.
+
+- ``collect_evidence``: when a step ends, the files it wrote outside the run folder (NeMo-RL's
+  ``metrics.json``, the TensorBoard event files of its ``tb_dir``) are copied to
+  ``evidence/NN-<step>/`` and the metrics to the run's own ``metrics.json``, so a later run in the
+  same checkout cannot change this run's record.
+- ``record_verdict``: the verdict computed once at the run's end: ``triage.json`` (the run's
+  triage JSON with the final verdict), ``report.json``/``report.md``; ``state.json`` keeps the
+  same verdict. ``report`` and the TUI read these files; ``report --recompute`` recomputes.
+- ``no_space_primary``: the triage primary of a run stopped by a full disk (class ``no_space``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from console.fileio import write_json_atomic
+
+EVIDENCE_DIR = "evidence"
+MAX_TB_BYTES = 256 << 20  # TB event files copied per step at most
+RESERVE_FILE = ".reserve"
+RESERVE_BYTES = 256 << 10  # freed on a full disk so the verdict can still be written
+
+
+def _resolve(value: str | None, step: dict[str, Any], run_dir: Path) -> Path | None:
+    if not value:
+        return None
+    path = Path(str(value).replace("{run_dir}", str(run_dir)))
+    if not path.is_absolute():
+        cwd = str(step.get("cwd") or "").replace("{run_dir}", str(run_dir))
+        if not cwd:
+            return None
+        path = Path(cwd) / path
+    return path
+
+
+def _inside(path: Path, run_dir: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(run_dir.resolve())
+    except OSError:
+        return False
+
+
+def _fresh(path: Path, since: float | None) -> bool:
+    """Written by this step: modified after it started (an older file is another run's)."""
+    if since is None:
+        return True
+    try:
+        return path.stat().st_mtime >= since - 1.0
+    except OSError:
+        return False
+
+
+def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: float | None = None) -> list[str]:
+    """Copy the step's metrics.json and TB event files into the run folder; return the copies
+    (relative to the run folder). Files already inside the run folder stay where they are; with
+    ``since`` (the step's start time) files older than the step (an earlier run's) are left out."""
+    run_dir = Path(run_dir)
+    dest = run_dir / EVIDENCE_DIR / f"{index + 1:02d}-{step.get('name', 'step')}"
+    copied: list[str] = []
+    mj = _resolve(step.get("metrics_json"), step, run_dir)
+    if mj is not None and mj.is_file() and not _inside(mj, run_dir) and _fresh(mj, since):
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(mj, dest / "metrics.json")
+        shutil.copy2(mj, run_dir / ".metrics.json.tmp")
+        os.replace(run_dir / ".metrics.json.tmp", run_dir / "metrics.json")
+        copied += [str((dest / "metrics.json").relative_to(run_dir)), "metrics.json"]
+    tb = _resolve(step.get("tb_dir"), step, run_dir)
+    if tb is not None and tb.is_dir() and not _inside(tb, run_dir):
+        total = 0
+        for src in sorted(tb.rglob("events.out.tfevents*")):
+            try:
+                size = src.stat().st_size
+            except OSError:
+                continue
+            if total + size > MAX_TB_BYTES:
+                break
+            if not _fresh(src, since):
+                continue
+            target = dest / "tb" / src.relative_to(tb)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+            total += size
+            copied.append(str(target.relative_to(run_dir)))
+    return copied
+
+
+def no_space_primary(evidence: str) -> dict[str, Any]:
+    from console.triage.rules import default_catalog
+
+    primary: dict[str, Any] = {"class": "no_space", "verdict": "Blocked", "line": 0, "evidence": evidence,
+                               "rule": "supervisor:ENOSPC"}
+    with contextlib.suppress(Exception):
+        info = default_catalog().classes["no_space"]
+        primary.update(advice=info.advice, remedy=dict(info.remedy), title=info.title)
+    primary.setdefault("advice", "Free disk space on the run folder's file system, then rerun.")
+    primary.setdefault("remedy", {"env": {}, "overrides": [], "unset": []})
+    return primary
+
+
+def record_verdict(run_dir: Path, verdict: str, *, primary: dict[str, Any] | None = None,
+                   triage: dict[str, Any] | None = None, reason: str | None = None) -> dict[str, Any]:
+    """Compute the run's triage once (unless given), set its final ``verdict`` (and ``primary``
+    when given), write ``triage.json`` and the report. Returns the triage dict."""
+    run_dir = Path(run_dir)
+    if triage is None:
+        try:
+            from console.triage.verdict import run_verdict
+
+            triage = run_verdict(run_dir)
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            triage = {"framework": "unknown", "findings": [], "progress": {"step": None, "total": None}}
+    triage = dict(triage)
+    triage["verdict"] = verdict
+    if primary is not None:
+        triage["primary"] = primary
+        findings = list(triage.get("findings") or [])
+        findings.insert(0, {k: primary.get(k) for k in ("class", "verdict", "line", "evidence")} | {"count": 1})
+        triage["findings"] = findings
+    if reason:
+        triage["reason"] = reason
+    write_json_atomic(run_dir / "triage.json", triage)
+    with contextlib.suppress(Exception):
+        from console.report import render_json, write_report
+
+        write_report(run_dir, render_json(run_dir, verdict=triage))
+    return triage
+
+
+def make_reserve(run_dir: Path) -> None:
+    """Hold ``RESERVE_BYTES`` of the run folder's disk, to free when it fills up."""
+    with contextlib.suppress(OSError), open(Path(run_dir) / RESERVE_FILE, "wb") as fh:
+        fh.write(b"\0" * RESERVE_BYTES)
+
+
+def free_reserve(run_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        (Path(run_dir) / RESERVE_FILE).unlink()
+
+
+def disk_nearly_full(path: Path, below: int = 64 << 10) -> bool:
+    """Fewer than ``below`` bytes free for unprivileged writes on ``path``'s file system."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < below

@@ -1,0 +1,29 @@
+"""The footer every screen uses: at 80 columns the keys a newcomer needs most come first.
+
+Textual's footer lists the focused widget's and the screen's keys before the app's, so at 80x24
+q (quit), ? (help), r (report) and t (theme) were cut off the right edge. This one puts them first
+and uses the compact style; the other keys follow in their usual order.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.widgets import Footer
+
+FIRST = ("quit", "app.quit", "help", "app.help", "report", "rerun_fix", "cycle_theme", "app.cycle_theme")
+
+
+def _rank(widget: object) -> int:
+    action = str(getattr(widget, "action", "") or "")
+    if "-command-palette" in getattr(widget, "classes", ()):
+        return len(FIRST) + 1
+    return FIRST.index(action) if action in FIRST else len(FIRST)
+
+
+class ConsoleFooter(Footer):
+    def __init__(self) -> None:
+        super().__init__(compact=True)
+
+    def compose(self) -> ComposeResult:
+        widgets = list(super().compose())
+        yield from sorted(widgets, key=_rank)

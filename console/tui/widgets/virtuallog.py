@@ -1,0 +1,190 @@
+"""A log view over a :class:`LineIndex`: the whole file is scrollable, only visible rows are read.
+
+A worker indexes the file in bounded chunks (the first screen shows as soon as its lines are
+indexed), then follows it (growth, truncation, rotation: the index's Tailer). ``goto(n)`` jumps
+to any line, waiting for the index to reach it when needed; the target line is highlighted.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.segment import Segment
+from rich.text import Text
+from textual import work
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.worker import get_current_worker
+
+from console.tui.lineindex import LineIndex
+
+FOLLOW_POLL_S = 0.25
+_LEVELS = (
+    (re.compile(r"\b(ERROR|Error|FAILED|Traceback|CRITICAL|FATAL)\b"), "bold red"),
+    (re.compile(r"\b(WARNING|WARN|Warning)\b"), "yellow"),
+)
+
+
+@dataclass
+class IndexGrew(Message):
+    """The index has more lines (or restarted after truncation/rotation). Replaceable."""
+
+    view: VirtualLogView
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, IndexGrew) and message.view is self.view
+
+
+class VirtualLogView(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    VirtualLogView { height: 1fr; }
+    VirtualLogView > .virtuallog--target { background: $accent 40%; }
+    VirtualLogView > .virtuallog--gutter { color: $text-muted; }
+    """
+    COMPONENT_CLASSES = {"virtuallog--target", "virtuallog--gutter"}
+    def __init__(self, path: Path | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.index: LineIndex | None = None
+        self.target: int | None = None  # 1-based line to show highlighted
+        self._pending_goto: int | None = None
+        self.search: re.Pattern[str] | None = None
+        self.follow = False
+        self._width = 0
+        self._generation = 0
+        if path is not None:
+            self.open(path)
+
+    # -- data ----------------------------------------------------------------------------------
+    def open(self, path: Path) -> None:
+        if self.index is not None:
+            self.index.close()
+        self.index = LineIndex(path)
+        self.target = None
+        self._width = 0
+        self.virtual_size = Size(0, 0)
+        if self.is_attached:
+            self._start()
+
+    def on_mount(self) -> None:
+        if self.index is not None:
+            self._start()
+
+    def on_unmount(self) -> None:
+        if self.index is not None:
+            self.index.close()
+
+    def _start(self) -> None:
+        self.workers.cancel_group(self, "virtuallog")
+        self.build_index(self.index)
+
+    @work(thread=True, exclusive=True, group="virtuallog")
+    def build_index(self, index: LineIndex | None) -> None:
+        worker = get_current_worker()
+        if index is None:
+            return
+        while not worker.is_cancelled:
+            if not index.scan_done:
+                index.scan()
+                self.post_message(IndexGrew(self))
+                time.sleep(0.001)  # let the UI thread take the GIL between chunks
+                continue
+            if index.follow_poll():
+                self.post_message(IndexGrew(self))
+                continue
+            worker.cancelled_event.wait(FOLLOW_POLL_S)
+
+    def on_index_grew(self, message: IndexGrew) -> None:
+        message.stop()
+        index = self.index
+        if index is None:
+            return
+        if index.generation != self._generation:  # truncated or rotated: start over
+            self._generation = index.generation
+            self._width = 0
+            self.target = None
+        count = index.line_count
+        at_end = self.scroll_offset.y >= self.max_scroll_y
+        self.virtual_size = Size(max(self._width, self.size.width), count)
+        if self._pending_goto is not None and self._pending_goto <= count:
+            line, self._pending_goto = self._pending_goto, None
+            self.goto(line)
+        elif self.follow and at_end:
+            self.scroll_to(y=max(0, count - self.scrollable_content_region.height), animate=False,
+                           immediate=True, force=True)
+        self.refresh()
+
+    @property
+    def line_count(self) -> int:
+        return 0 if self.index is None else self.index.line_count
+
+    def status(self) -> str:
+        """One line for a status bar: lines known, indexing progress, pending jump."""
+        index = self.index
+        if index is None:
+            return "no file"
+        parts = [f"{index.line_count:,} lines"]
+        if not index.scan_done:
+            parts.append(f"indexing {index.progress():.0%}")
+        if self._pending_goto is not None:
+            parts.append(f"going to line {self._pending_goto:,} once indexed")
+        if index.generation:
+            parts.append(f"file restarted x{index.generation}")
+        return " · ".join(parts)
+
+    # -- navigation ----------------------------------------------------------------------------
+    def goto(self, line: int) -> bool:
+        """Centre line ``line`` (1-based) and highlight it; False when it is not indexed yet."""
+        self.target = max(1, line)
+        if self.index is None or line > self.index.line_count:
+            self._pending_goto = line
+            self.refresh()
+            return False
+        self._pending_goto = None
+        self.virtual_size = Size(max(self._width, self.size.width), self.index.line_count)
+        y = max(0, line - 1 - self.scrollable_content_region.height // 2)
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        self.refresh()
+        return True
+
+    def set_search(self, text: str) -> None:
+        self.search = re.compile(re.escape(text), re.IGNORECASE) if text else None
+        self.refresh()
+
+    # -- rendering -----------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        number = scroll_y + y + 1
+        width = self.scrollable_content_region.width
+        if self.index is None or number > self.index.line_count:
+            return Strip.blank(width, self.rich_style)
+        text = self.index.line(number)
+        gutter_w = max(6, len(str(self.index.line_count)) + 1)
+        body = Text(text, no_wrap=True, end="")
+        for rx, style in _LEVELS:
+            for m in rx.finditer(text):
+                body.stylize(style, m.start(), m.end())
+        if self.search is not None:
+            for m in self.search.finditer(text):
+                body.stylize("reverse bold", m.start(), m.end())
+        base = self.rich_style
+        if number == self.target:
+            base = base + self.get_component_rich_style("virtuallog--target")
+        gutter = Segment(f"{number:>{gutter_w - 1}} ", base + self.get_component_rich_style("virtuallog--gutter"))
+        segments = [Segment(seg.text, base + seg.style if seg.style else base)
+                    for seg in body.render(self.app.console)]
+        line_w = gutter_w + body.cell_len
+        if line_w > self._width:
+            self._width = line_w
+            self.call_later(self._grow_width)
+        strip = Strip(segments).crop(scroll_x, scroll_x + width - gutter_w)
+        strip = Strip([gutter, *strip]).adjust_cell_length(width, base)
+        return strip
+
+    def _grow_width(self) -> None:
+        if self.index is not None and self._width > self.virtual_size.width:
+            self.virtual_size = Size(self._width, self.index.line_count)
