@@ -216,8 +216,7 @@ class Pipeline:
 # ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------
 def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The run's triage JSON (``triage.json``): the verdict engine over the run folder; when that
-    fails, the first failing step's own triage (else the last step's). (``Supervisor._triage``
-    does the same; it can call this once the supervisor's parallel rework is merged.)"""
+    fails, the first failing step's own triage (else the last step's)."""
     try:
         result = run_verdict(run_dir)
         if isinstance(result, dict) and result.get("verdict"):

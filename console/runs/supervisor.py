@@ -36,11 +36,10 @@ from console.runs.finalize import (
     no_space_primary,
     record_verdict,
 )
-from console.runs.pipeline import Pipeline
+from console.runs.pipeline import Pipeline, final_triage
 from console.runs.procs import RUN_ID_ENV, process_create_time, run_marker
 from console.runs.state import STATUS_BY_VERDICT, read_state, update_state
 from console.runs.stepwrap import exit_status, read_exit, write_exit
-from console.triage.verdict import run_verdict
 
 TICK_S = 0.2
 STATE_CHECK_S = 0.5
@@ -318,17 +317,7 @@ class Supervisor:
         return 0
 
     def _triage(self) -> dict[str, Any] | None:
-        try:
-            result = run_verdict(self.run_dir)
-            if isinstance(result, dict) and result.get("verdict"):
-                return result
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
-        results = self.pipeline.step_results
-        failed = [r for r in results.values() if r.get("verdict") in ("Fail", "Blocked")]
-        if failed:
-            return failed[0]
-        return list(results.values())[-1] if results else None
+        return final_triage(self.run_dir, self.pipeline.step_results)  # shared with the Slurm follower
 
 
 def _steps_cancelled(state: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from console.events import Event, EventBus
 from console.fileio import read_json
+from console.runs.finalize import record_verdict
 from console.runs.lockfile import LockFile, is_locked
 from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.slurm import scheduler, states
@@ -418,6 +419,7 @@ class Follower:
                 class_id: str | None = None) -> dict[str, Any]:
         """The run's end: settle the steps, decide the verdict as a local run would, let the job
         state add what only it knows, write triage.json and the final state."""
+        job_decided = verdict is not None
         self.feed(job_over=True)
         events = self._mark_steps(verdict, reason, status)
         for ev in events:
@@ -447,9 +449,10 @@ class Follower:
             verdict = final
         assert verdict is not None
         final_status = STATUS_BY_VERDICT.get(verdict, "failed")
-        if triage is not None:
-            with contextlib.suppress(OSError):
-                write_json_atomic(self.run_dir / "triage.json", triage)
+        try:  # as the local supervisor does: triage.json and the report, then state.json
+            record_verdict(self.run_dir, verdict, triage=triage, reason=reason if job_decided else None)
+        except OSError as exc:
+            print(f"rl-console follow: cannot record the verdict: {exc}", file=sys.stderr, flush=True)
 
         def change(s: dict[str, Any]) -> None:
             s.update(status=final_status, verdict=verdict, ended=self.now(), slurm_state=status.state,
