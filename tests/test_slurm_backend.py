@@ -246,6 +246,9 @@ def test_node_failure_mid_job_is_blocked(cluster: SlurmCluster, tmp_path: Path) 
         assert run_states[-1].data["verdict"] == "Blocked"
         tri = json.loads((run_dir / "triage.json").read_text())
         assert tri["primary"]["class"] == "node_failure" and tri["slurm"]["state"] == "NODE_FAIL"
+        from console.report import render_json
+
+        assert render_json(run_dir)["result"] == "Blocked"
         assert job_id == final["slurm_job_id"]
     finally:
         cluster.stop_job_leftovers()

@@ -19,6 +19,7 @@ from runs_support import step, wait_finished, wait_for
 from slurm_cluster import SlurmCluster, cluster_for_tests
 
 from console.events import iter_events
+from console.report import render_json
 from console.runs.launch import start_run
 from console.runs.slurm import scheduler
 from console.runs.state import read_state
@@ -177,6 +178,8 @@ def test_node_dying_while_srun_launches_a_step_is_blocked(cluster: SlurmCluster,
         assert tri["verdict"] == "Blocked" and tri["primary"]["class"] == "node_failure"
         assert final["steps"][0]["status"] == "passed"
         assert tri["slurm"]["state"] == final["slurm_state"] and tri["primary"]["step"] == "second"
+        report = render_json(run_dir)  # the recorded verdict: report and console say the same
+        assert report["result"] == "Blocked" and report["primary"]["class"] == "node_failure"
         print(f"\njob state {final['slurm_state']}, step 2 exit {final['steps'][1]['exit_code']}, "
               f"primary {tri['primary']['rule']}: {tri['primary']['evidence']}")
     finally:
