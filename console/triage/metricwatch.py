@@ -9,6 +9,7 @@ Megatron ``grad norm: 1.23``, NeMo-RL ``Grad norm: 0.5``, tqdm ``reward=0.4``).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ class MetricWatch:
     grad: list[tuple[int, int | None, float]] = field(default_factory=list)  # (line, step, value)
     reward: list[tuple[int, int | None, float]] = field(default_factory=list)
     found: set[str] = field(default_factory=set)
+    # kept up to date on each report so that a run with thousands of steps costs O(log n) per report:
+    _grad_sorted: list[float] = field(default_factory=list, repr=False)  # finite values of grad[:-2], sorted
+    _reward_peak: float | None = field(default=None, repr=False)  # max finite value of reward[:-COLLAPSE_STEPS]
 
     def feed(self, lineno: int, body: str) -> list[Anomaly]:
         step_m = _STEP.search(body)
@@ -78,10 +82,12 @@ class MetricWatch:
 
     def _check_grad(self) -> Anomaly | None:
         g = self.grad
+        if len(g) >= 3 and math.isfinite(g[-3][2]):  # g[-3] just became one of the earlier reports
+            bisect.insort(self._grad_sorted, g[-3][2])
         if len(g) >= 2 and not math.isfinite(g[-1][2]) and not math.isfinite(g[-2][2]):
             return Anomaly("grad_norm_nonfinite", g[-2][0], [g[-2][0], g[-1][0]], g[-2][1],
                            f"grad norm {g[-2][2]} then {g[-1][2]} on consecutive reports")
-        prev = sorted(v for _, _, v in g[:-2] if math.isfinite(v))
+        prev = self._grad_sorted
         if len(prev) >= 3 and all(math.isfinite(x[2]) for x in g[-2:]):
             base = prev[len(prev) // 2]
             if base > 0 and all(x[2] >= max(EXPLODE_MIN, EXPLODE_RATIO * base) for x in g[-2:]):
@@ -93,10 +99,12 @@ class MetricWatch:
         r = self.reward
         if len(r) < COLLAPSE_STEPS + 1:
             return None
-        before = [v for _, _, v in r[:-COLLAPSE_STEPS] if math.isfinite(v)]
-        if not before:
+        entered = r[-COLLAPSE_STEPS - 1][2]  # just became one of the reports before the tail
+        if math.isfinite(entered) and (self._reward_peak is None or entered > self._reward_peak):
+            self._reward_peak = entered
+        if self._reward_peak is None:
             return None
-        peak = max(before)
+        peak = self._reward_peak
         tail = r[-COLLAPSE_STEPS:]
         if peak >= COLLAPSE_PEAK and all(math.isfinite(v) and v <= COLLAPSE_FRACTION * peak for _, _, v in tail):
             return Anomaly("reward_collapse", tail[0][0], [x[0] for x in tail], tail[0][1],
