@@ -320,6 +320,20 @@ class TriageEngine:
         return {"inert": frozenset(inert), "rule": frozenset(rule_only), "feed": frozenset(feed),
                 "guards": frozenset((*EXCEPTION_WORDS, PYTEST_FRAME_LITERAL))}
 
+    def open_prefixes(self) -> set[str]:
+        """The process prefixes with an open traceback (or one about to open): while there are some,
+        feed() looks at every line, but a line of another prefix with no literal and no guard word
+        (literal_roles) changes nothing."""
+        return {*self._tbs, *self._chain_pending, *self._noise_pending}
+
+    def line_prefix(self, text: str) -> str:
+        """The process prefix feed() reads from a cleaned line."""
+        if "[repeated" in text:
+            m = _REPEATED_RE.search(text)
+            if m:
+                text = text[: m.start()]
+        return split_prefix(text)[0]
+
     def detects_at(self, lineno: int) -> bool:
         """feed() still reads framework evidence from every line (literal or not) at ``lineno``."""
         return self._detect and lineno <= DETECT_LINES

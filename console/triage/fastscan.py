@@ -92,6 +92,7 @@ class LineGate:
 
     def __init__(self, engine: TriageEngine) -> None:
         roles = engine.literal_roles()
+        self.engine = engine
         self.roles = roles
         self._engine_lits = frozenset(engine.literals)
         self._must = roles["feed"] | roles["guards"]
@@ -159,8 +160,21 @@ class LineGate:
             return set()
         return {lit for lit in self._lits if lit in text}
 
-    def needs_feed(self, text: str) -> bool:
+    def needs_feed_open(self, text: str) -> bool:
+        """``needs_feed`` while the engine has open tracebacks: a line of a prefix that has one open, a
+        guard word (an exception line starts a traceback or is a bare exception even with no literal),
+        else as ``needs_feed``."""
         present = self._present(text)
+        if not present.isdisjoint(self.roles["guards"]):
+            return True
+        if self.engine.line_prefix(text) in self.engine.open_prefixes():
+            return True
+        return self._needs(present, text)
+
+    def needs_feed(self, text: str) -> bool:
+        return self._needs(self._present(text), text)
+
+    def _needs(self, present: set[str], text: str) -> bool:
         if not present or present.isdisjoint(self._engine_lits):
             return False  # no literal of feed(): it returns at once
         if not present.isdisjoint(self._must):
@@ -225,7 +239,13 @@ class GatedFeed:
 
     def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
         engine = self.engine
-        if engine.wants_more or engine.detects_at(lineno) or self.gate.needs_feed(text_for_gate(text)):
+        if engine.detects_at(lineno):
+            need = True
+        elif engine.wants_more:
+            need = self.gate.needs_feed_open(text_for_gate(text))
+        else:
+            need = self.gate.needs_feed(text_for_gate(text))
+        if need:
             self.fed += 1
             return engine.feed(lineno, text)
         self.skipped += 1
@@ -254,9 +274,14 @@ class FastFileScanner:
         self.fed = 0
         self.candidates = 0
 
-    def _feed(self, lineno: int, raw: bytes) -> None:
-        self.fed += 1
-        self.engine.feed(lineno, line_text(raw))
+    def _feed(self, lineno: int, raw: bytes, detecting: bool) -> None:
+        """A line read while the framework is detected (always fed) or a traceback is open."""
+        text = line_text(raw)
+        if detecting or self.gate.needs_feed_open(text_for_gate(text)):
+            self.fed += 1
+            self.engine.feed(lineno, text)
+        else:
+            self.engine.skip_to(lineno)
 
     def _candidate(self, lineno: int, raw: bytes) -> None:
         self.candidates += 1
@@ -322,13 +347,12 @@ class FastFileScanner:
         busy = engine.wants_more
         detecting = engine.detects_at(lineno)
         while pos < end:
+            if detecting and not engine.detects_at(lineno):
+                detecting = False
+                engine.skip_to(lineno)  # past the detection window: as feed() would note it
             if busy or detecting:
-                if not busy and not engine.detects_at(lineno):
-                    detecting = False
-                    engine.skip_to(lineno)  # past the detection window: as feed() would note it
-                    continue
                 nl = buf.find(b"\n", pos, end)
-                self._feed(lineno, buf[pos:nl])
+                self._feed(lineno, buf[pos:pos + LINE_CAP] if nl - pos > LINE_CAP else buf[pos:nl], detecting)
                 pos, lineno = nl + 1, lineno + 1
                 busy = engine.wants_more
                 continue
@@ -360,7 +384,7 @@ class FastFileScanner:
             buf = carry + data if carry else data
             cut = buf.rfind(b"\n")
             if cut < 0:
-                if len(buf) >= chunk_size:
+                if len(buf) >= max(chunk_size, 2 * LINE_CAP):  # only its first 64 KiB will be read
                     giant, carry = buf[:LINE_CAP], b""
                 else:
                     carry = buf
