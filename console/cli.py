@@ -26,6 +26,7 @@ HANDLERS: dict[str, str] = {
     "triage": "console.triage.cli:cmd_triage",
     "report": "console.triage.cli:cmd_report",
     "doctor": "console.doctor.cli:cmd_doctor",
+    "compare": "console.compare.cli:cmd_compare",
     "tui": "console.tui.launch:cmd_tui",
 }
 
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--headless", action="store_true", help="print progress lines, end with the verdict")
     sp.add_argument("--detach", action="store_true", help="return as soon as the run started")
     sp.add_argument("--no-doctor", action="store_true", help="skip the preflight checks")
+    sp.add_argument("--baseline", default=None, metavar="REF",
+                    help="first run the same plan with the Bridge checkout at REF (a git worktree), then "
+                         "this one, then compare them")
 
     sp = sub.add_parser("ls", help="list runs")
     sp.add_argument("--runs-dir", default=None)
@@ -96,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("doctor", help="preflight checks only")
     add_spec_arguments(sp)
     sp.add_argument("--json", action="store_true")
+
+    sp = sub.add_parser("compare", help="baseline vs candidate: did the numbers move?")
+    from console.compare.cli import add_compare_arguments
+
+    add_compare_arguments(sp)
 
     sp = sub.add_parser("tui", help="open the console (same as no command)")
     sp.add_argument("--runs-dir", default=None)

@@ -156,6 +156,14 @@ def render_json(run_dir: Path) -> dict[str, Any]:
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
+    if framework != "demo":
+        from console.doctor.drift import verified_line  # upstream commits the catalog was checked on
+
+        evidence["upstream"] = verified_line(framework, spec.get("repo"), spec.get("bridge_repo"))
+    # where the catalog follows upstream over the written procedure (catalog `note`), and drift it knew of
+    notes = list(dict.fromkeys(n for s in plan_steps for n in (s.get("notes") or [])))
+    notes += [f"catalog_drift: {d.get('message')}" for d in plan.get("drift") or [] if isinstance(d, dict)]
+    comparison = (read_json(run_dir / "compare.json", {}) or {}).get("report_lines")  # run --baseline
     out = {
         "run": run_dir.name,
         "result": v["verdict"],
@@ -165,10 +173,12 @@ def render_json(run_dir: Path) -> dict[str, Any]:
         "framework": framework,
         "deliverables": v["deliverables"],
         "evidence": evidence,
-        "limitations": v["limitations"] or ["none noted"],
+        "limitations": [*(v["limitations"] or []), *notes] or ["none noted"],
         "follow_ups": v["follow_ups"],
         "primary": v.get("primary"),
     }
+    if comparison:
+        out["baseline_comparison"] = [str(x) for x in comparison]
     return json.loads(redact_text(json.dumps(out)))
 
 
@@ -193,6 +203,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
         lines.append(f"- Rerun: {ev['rerun_of']}")
     if ev.get("preflight"):
         lines.append(f"- Preflight (rl-console doctor): {ev['preflight']}")
+    if ev.get("upstream"):
+        lines.append(f"- Upstream: {ev['upstream']}")
     cmds = ev.get("commands") or []
     if len(cmds) <= 1:
         lines.append(f"- Command: {cmds[0] if cmds else 'none'}")
@@ -205,6 +217,8 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
     else:
         lines.append("- Key lines:")
         lines += [f"  - {k}" for k in key]
+    if r.get("baseline_comparison"):
+        lines += ["", "Baseline comparison:"] + [f"- {x}" for x in r["baseline_comparison"]]
     lines += ["", "Limitations:"] + [f"- {x}" for x in r["limitations"]]
     lines += ["", "Follow-ups:"] + [f"- {x}" for x in r["follow_ups"]]
     return redact_text("\n".join(lines) + "\n")

@@ -86,6 +86,8 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
                    help="report a hang after this long without training progress (default 1800)")
     p.add_argument("--bridge-test", dest="bridge_tests", action="append", default=[],
                    help="extra model-specific Bridge test path (repeatable)")
+    p.add_argument("--allow-drift", action="store_true",
+                   help="start even when a step names a path or key the checkout lacks (catalog_drift)")
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
@@ -113,6 +115,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     extra: dict[str, Any] = {}
     if getattr(args, "bridge_tests", None):
         extra["bridge_tests"] = list(args.bridge_tests)
+    if getattr(args, "allow_drift", False):
+        extra["allow_drift"] = True
     hang = getattr(args, "hang_timeout", None)
     if hang is not None:
         if hang <= 0:

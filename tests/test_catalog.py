@@ -21,7 +21,7 @@ def test_frameworks_load_with_their_levels_and_variants():
         "delta-compression", "no-cuda-graphs", "moe-ep", "vlm", "audio", "eagle-mtp"}
     assert {v.name for v in load_framework("verl").variants} == {
         "no-reward-model", "enforce-eager", "moe-ep", "ray-pythonpath"}
-    assert [v.name for v in load_framework("demo").variants] == ["nan"]
+    assert [v.name for v in load_framework("demo").variants] == ["nan", "lr-scale", "adv-mean"]
     with pytest.raises(CatalogError, match="unknown framework"):
         load_framework("guidance")
 

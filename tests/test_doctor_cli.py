@@ -17,7 +17,7 @@ from console.spec import RunSpec
 
 pytestmark = pytest.mark.timeout(180)
 EXPECTED_IDS = ["repo_state", "bridge_import_driver", "bridge_import_ray_worker", "visible_devices",
-                "disk_space", "hf_snapshot", "stale_ray", "gpus", "mcore_helpers", "tools"]
+                "disk_space", "hf_snapshot", "stale_ray", "gpus", "mcore_helpers", "tools", "catalog_drift"]
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:

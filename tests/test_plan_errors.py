@@ -53,7 +53,7 @@ def test_errors_exit_2_with_one_line(repos, tmp_path, capsys):
         (base + ["--override", "policy.model_name=my model"], "contains whitespace"),
         (base + ["--env", "1BAD=x"], "invalid environment variable name"),
         (base + ["--env", "NOEQUALS"], "expected KEY=VALUE"),
-        (["--framework", "demo", "--override", "x=1"], "--override is not accepted for demo"),
+        (["--framework", "demo", "--override", "x=[1,"], "does not parse as a Hydra override"),
         (["--framework", "demo", "--level", "1"], "Level 1 is not a demo level"),
         (base + ["--bridge-test", "tests/unit_tests/nope.py"], "not found in the Bridge checkout"),
     ]

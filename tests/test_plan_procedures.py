@@ -44,15 +44,15 @@ NEMO_L2 = [
     "logger.tensorboard_enabled=true", "logger.log_dir=tests/functional/grpo_megatron_non_colocated/logs",
     "logger.wandb_enabled=false", "checkpointing.enabled=false",
 ]
+# upstream delta refit: the sparse transport plus refit_cfg.sparse.delta_compression.* (NeMo-RL
+# nemo_rl/models/generation/vllm/config.py); '++' because grpo_math_1B.yaml has no refit_cfg.sparse
 DELTA = [
-    "policy.generation.delta_compression.enabled=true",
-    "policy.generation.delta_compression.dtype=bfloat16",
-    "policy.generation.delta_compression.transport=sparse_indices",
-    "policy.generation.delta_compression.full_sync_interval=20",
-    "policy.generation.delta_compression.sparse_bucket_size_bytes=5368709120",
-    "policy.generation.delta_compression.delta_load_batch_size_bytes=536870912",
+    "policy.generation.refit_transport=vllm_zmq_sparse",
+    "++policy.generation.refit_cfg.sparse.delta_compression.encoding=xor",
+    "++policy.generation.refit_cfg.sparse.delta_compression.sparse_bucket_size_bytes=5368709120",
 ]
 UVB = ["uv", "run", "bash"]
+UV_LAUNCH = ["uv", "run", "--frozen", "--all-packages", "--extra", "vllm", "--extra", "megatron", "--extra", "math"]
 
 # (levels, variants) -> expected argv of each training step, in order
 NEMO_CASES = [
@@ -64,6 +64,7 @@ NEMO_CASES = [
     ((3,), ("no-cuda-graphs",), [
         UVB + ["tests/functional/grpo_megatron_generation.sh"],
         UVB + ["tests/functional/grpo_megatron_generation.sh",
+               "policy.generation.mcore_generation_config.cuda_graph_impl=none",
                "policy.generation.mcore_generation_config.num_cuda_graphs=null",
                "policy.generation.mcore_generation_config.use_cuda_graphs_for_non_decode_steps=false"]]),
     ((4,), (), [UVB + ["tests/functional/grpo_megatron.sh", "policy.megatron_cfg.tensor_model_parallel_size=2",
@@ -77,7 +78,8 @@ NEMO_CASES = [
                                 "policy.megatron_cfg.sequence_parallel=false", "cluster.gpus_per_node=2",
                                 "policy.megatron_cfg.expert_model_parallel_size=2",
                                 "policy.megatron_cfg.expert_tensor_parallel_size=1"]]),
-    ((5,), ("vlm",), [UVB + ["tests/functional/vlm_grpo.sh"]]),
+    ((5,), ("vlm",), [UVB + ["tests/functional/vlm_grpo.sh", "--config",
+                             "examples/configs/vlm_grpo_3B_megatron.yaml"]]),
     ((5,), ("audio",), [UVB + ["tests/functional/audio_grpo_megatron.sh"]]),
     ((5,), ("eagle-mtp",), [UVB + ["tests/functional/grpo_megatron_eagle3_online.sh"]]),
     ((6,), (), [UVB + ["tests/functional/grpo_megatron_lora.sh", "grpo.max_num_steps=20", "data.shuffle=false",
@@ -114,16 +116,27 @@ def test_nemo_rl_shared_steps_and_unit_addons(repos):
     assert argvs["bridge-checks"] == ["uv", "run", "python", "-m", "pytest", "-q",
                                       "tests/unit_tests/models/test_model_provider_mixin.py",
                                       "tests/unit_tests/models/test_param_mapping.py",
-                                      "tests/unit_tests/training/test_integration.py"]
+                                      "tests/unit_tests/peft/test_utils.py",
+                                      "tests/unit_tests/training/utils/test_train_utils.py",
+                                      "tests/unit_tests/training/utils/test_config_utils.py"]
     assert plan.step("bridge-checks").cwd == bridge and plan.step("bridge-checks").deliverable == "bridge_checks"
-    assert argvs["nemo-rl-unit-checks"] == ["uv", "run", "pytest", "-q",
+    # NeMo-RL's documented form (docs/testing.md): mcore tests only run with --mcore-only
+    assert argvs["nemo-rl-unit-checks"] == ["uv", "run", "--extra", "mcore", "--group", "test", "pytest",
+                                            "--mcore-only", "-q",
                                             "tests/unit/models/megatron/test_megatron_setup.py",
-                                            "tests/unit/models/policy/test_megatron_worker.py",
-                                            "tests/unit/utils/test_weight_transfer.py"]
-    assert argvs["nemo-rl-unit-checkpoint"][4:] == ["tests/unit/utils/test_checkpoint.py",
-                                                    "tests/unit/utils/test_native_checkpoint.py"]
-    assert argvs["nemo-rl-unit-vllm"][4:] == ["tests/unit/models/generation/test_vllm_generation.py",
+                                            "tests/unit/models/policy/test_megatron_worker.py"]
+    assert argvs["nemo-rl-unit-weight-transfer"] == ["uv", "run", "--group", "test", "pytest", "-q",
+                                                     "tests/unit/utils/test_weight_transfer_stream.py"]
+    assert argvs["nemo-rl-unit-checkpoint"] == ["uv", "run", "--group", "test", "pytest", "-q",
+                                                "tests/unit/utils/test_checkpoint.py",
+                                                "tests/unit/utils/test_native_checkpoint.py"]
+    assert argvs["nemo-rl-unit-vllm"][:7] == ["uv", "run", "--extra", "vllm", "--group", "test", "pytest"]
+    assert argvs["nemo-rl-unit-vllm"][8:] == ["tests/unit/models/generation/test_vllm_generation.py",
                                               "tests/unit/models/generation/test_vllm_utils.py"]
+    # the NeMo-RL unit checks do not gate the e2e runs; the Bridge checks do (procedure: "after the above pass")
+    assert plan.step("bridge-checks").on_failure == "stop"
+    assert plan.step("nemo-rl-unit-checks").on_failure == "continue"
+    assert any("test_integration.py" in n for n in plan.step("bridge-checks").notes)
     assert plan.step("bridge-import").deliverable == "bridge_import"
     # the add-ons only come with the levels that need them
     names = [s.name for s in build_plan(spec("nemo-rl", repos, (0,))).steps]
@@ -176,8 +189,11 @@ def test_nemo_rl_l2_metrics_steps_and_delta_timings(repos):
         'max(data["train/probs_ratio_clamped_max"]) < 1.21']
     run = plan.step("l2-grpo-non-colocated")
     assert run.variant == "delta-compression"
-    assert "timing/train/prepare_for_generation/weight_transfer/consumer/load_delta" in run.report_metrics
-    assert len(run.report_metrics) == 7
+    # only the timings NeMo-RL emits (grpo.py prepare_for_generation/total, the synchronizers'
+    # prepare_for_generation/transfer_and_update_weights)
+    assert run.report_metrics == ["timing/train/prepare_for_generation/total",
+                                  "timing/train/prepare_for_generation/transfer_and_update_weights"]
+    assert any("refit_transport" in n for n in run.notes)
 
 
 def test_nemo_rl_model_and_user_overrides_come_last(repos, tmp_path):
@@ -248,8 +264,21 @@ def test_verl_levels_and_variants(repos, levels, variants, expected, tmp_path):
         assert s.env == env
         assert s.cwd == verl and s.gpus == 8  # the wrapper's NUM_GPUS default
         assert s.total_steps == int(env["TOTAL_TRAIN_STEPS"])
-    assert plan.step("gsm8k-data-prep").argv == ["python3", "examples/data_preprocess/gsm8k.py",
-                                                 "--local_save_dir", gsm8k]
+    # the same interpreter and PYTHONPATH order as the wrapper (uv launcher unless VERL_USE_UV=0)
+    assert plan.step("gsm8k-data-prep").argv == UV_LAUNCH + ["python3", "examples/data_preprocess/gsm8k.py",
+                                                             "--local_save_dir", gsm8k]
+    assert plan.step("gsm8k-data-prep").env["PYTHONPATH"] == \
+        f"/workspace/Megatron-LM:{bridge}/src:{bridge}/3rdparty/Megatron-LM:{verl}"
+    assert plan.step("bridge-import").argv[:len(UV_LAUNCH) + 1] == UV_LAUNCH + ["python3"]
+    for s in train:
+        assert plan.steps[plan.steps.index(s) - 1].argv == UV_LAUNCH + ["ray", "stop", "--force"]
+
+
+def test_verl_use_uv_0_runs_the_system_python3(repos, tmp_path):
+    plan = build_plan(spec("verl", repos, env={"VERL_USE_UV": "0"}))
+    assert plan.step("bridge-import").argv[0] == "python3"
+    assert plan.step("gsm8k-data-prep").argv[0] == "python3"
+    assert plan.step("l0-ppo-lora-ddp-ray-stop").argv == ["ray", "stop", "--force"]
 
 
 def test_verl_ray_pythonpath_form_and_model(repos, tmp_path):
@@ -302,7 +331,7 @@ def test_plan_json_cli_roundtrip_and_redaction(repos, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "hf_abcdefghijklmnopqrstuvwxyz012345" not in out
     data = json.loads(out)
-    assert set(data) == {"spec", "warnings", "steps"}
+    assert set(data) == {"spec", "warnings", "steps", "drift"}
     assert data["spec"]["env"]["HF_TOKEN"] == "***"
     step = data["steps"][-1]
     for key in ("name", "title", "argv", "env", "unset", "cwd", "gpus", "proves", "criteria", "level", "variant",

@@ -5,7 +5,7 @@ JSON as ``feed_every_line`` on every fixture, every corpus case and on generated
 (failure at the start, middle and end, giant lines, CR redraws, invalid UTF-8, NUL bytes, ANSI codes
 inside literals, tracebacks across chunk boundaries, several files). Live: ``GatedFeed`` must
 publish the same findings as ``engine.feed`` for every line. Plus the exactness of the pieces the
-gate relies on (regex factors, case folding, the incremental metric watch).
+gate relies on (regex factors, case folding).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
-import math
 import random
 import re
 import sys
@@ -26,7 +25,6 @@ from console.monitor.text import clean_segments
 from console.triage import regexfactors
 from console.triage.engine import DETECT_LINES, TriageEngine
 from console.triage.fastscan import FastFileScanner, GatedFeed, LineGate
-from console.triage.metricwatch import MetricWatch
 from console.triage.rules import default_catalog
 from console.triage.scan import feed_every_line, triage_files
 
@@ -274,49 +272,3 @@ def test_case_folding_covers_every_character_a_regex_folds_to_ascii() -> None:
     for ch in special:
         assert regexfactors.fold(ch).isascii()
         assert ch.encode() in regexfactors.FOLD_SPECIALS
-
-
-def _reference_anomalies(reports: list[tuple[str, float]]) -> list[tuple[str, int]]:
-    """The metric watch's rules, recomputed from scratch on every report (the quadratic original)."""
-    grad: list[tuple[int, float]] = []
-    reward: list[tuple[int, float]] = []
-    found: list[tuple[str, int]] = []
-    for line, (kind, v) in enumerate(reports, 1):
-        if kind == "grad":
-            grad.append((line, v))
-            g = grad
-            a = None
-            if len(g) >= 2 and not math.isfinite(g[-1][1]) and not math.isfinite(g[-2][1]):
-                a = ("grad_norm_nonfinite", g[-2][0])
-            else:
-                prev = sorted(x for _, x in g[:-2] if math.isfinite(x))
-                if len(prev) >= 3 and all(math.isfinite(x[1]) for x in g[-2:]):
-                    base = prev[len(prev) // 2]
-                    if base > 0 and all(x[1] >= max(1000.0, 100.0 * base) for x in g[-2:]):
-                        a = ("grad_norm_exploding", g[-2][0])
-        else:
-            reward.append((line, v))
-            r = reward
-            a = None
-            before = [x for _, x in r[:-3] if math.isfinite(x)]
-            if len(r) >= 4 and before:
-                peak = max(before)
-                if peak >= 0.2 and all(math.isfinite(x) and x <= 0.05 * peak for _, x in r[-3:]):
-                    a = ("reward_collapse", r[-3][0])
-        if a is not None and a[0] not in {k for k, _ in found}:
-            found.append(a)
-    return found
-
-
-@pytest.mark.parametrize("seed", range(30))
-def test_incremental_metric_watch_matches_recomputing(seed: int) -> None:
-    rnd = random.Random(seed)
-    values = [0.0, -0.0, 0.5, 1.0, 2.0, 3.0, 5000.0, 1e6, math.nan, math.inf, 0.01, 0.3, 0.001]
-    reports = [(rnd.choice(["grad", "reward"]), rnd.choice(values)) for _ in range(rnd.randint(5, 60))]
-    mw = MetricWatch()
-    got = []
-    for line, (kind, v) in enumerate(reports, 1):
-        key = "grad_norm" if kind == "grad" else "reward"
-        for a in mw.feed(line, f"{key}: {v!r}"):
-            got.append((a.kind, a.line))
-    assert got == _reference_anomalies(reports)

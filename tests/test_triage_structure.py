@@ -147,9 +147,14 @@ def test_metric_watch_grad_norm_needs_consecutive_steps() -> None:
         out = w.feed(i, line.format(s=i, g=g, r=0.5))
     assert [a.kind for a in out] == ["grad_norm_exploding"]
     w = MetricWatch()
-    for i, r in enumerate(["0.1", "0.4", "0.6", "0.0", "0.01", "0.0"], 1):
-        out = w.feed(i, line.format(s=i, g="1.0", r=r))
-    assert [(a.kind, a.step) for a in out] == [("reward_collapse", 4)]
+    rewards = ["0.1", "0.4", "0.6", "0.5", "0.55", "0.6", "0.62", "0.0", "0.01", "0.0", "0.02", "0.0"]
+    found = []
+    for i, r in enumerate(rewards, 1):
+        found += w.feed(i, line.format(s=i, g="1.0", r=r))
+    assert [(a.kind, a.step) for a in found] == [("reward_collapse", 8)]
+    w = MetricWatch()  # one lucky batch in a run that never learned is not a collapse
+    noisy = ["0.01", "0.0", "0.67", "0.02", "0.0", "0.01", "0.0", "0.0", "0.01", "0.0", "0.0"]
+    assert [a for i, r in enumerate(noisy, 1) for a in w.feed(i, line.format(s=i, g="1.0", r=r))] == []
 
 
 # --- CUDA context ----------------------------------------------------------------------------
@@ -237,3 +242,40 @@ def test_live_feed_equals_file_scan_on_real_excerpts() -> None:
         for i, line in enumerate(path.read_text().split("\n"), 1):
             eng.feed(i, line)
         assert eng.result()["primary"] == triage_files([path])["primary"], name
+
+
+# --- last resort: the component an error line names --------------------------------------------
+
+def test_error_line_names_its_component_before_unknown_error(tmp_path: Path) -> None:
+    # synthetic lines (no rule literal in them): an error-level line, then an unnamed exception
+    p = tmp_path / "c.log"
+    p.write_text("2026-08-01 10:00:00,000 ERROR trainer.py:88 -- all_reduce on rank 3 aborted after 600 s\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/x/train.py", line 3, in <module>\n'
+                 "ValueError: bad shape\n")
+    res = triage_files([p])
+    assert res["primary"]["class"] == "nccl" and res["primary"]["rule"] == "component:comp_collective"
+    assert res["primary"]["confidence"] < 0.5
+    assert "unknown_error" in {a["class"] for a in res["alternatives"]}
+    q = tmp_path / "d.log"
+    q.write_text("ValueError: bad shape\n")  # no component, no rule: unknown_error
+    assert triage_files([q])["primary"]["class"] == "unknown_error"
+
+
+def test_console_cancel_of_a_step_is_cancelled_in_the_run_verdict(tmp_path: Path) -> None:
+    from console.triage.verdict import run_verdict
+
+    (tmp_path / "logs").mkdir()
+    # the log of a step the console cancelled: the SIGTERM'd process printed an unrecognised traceback
+    (tmp_path / "logs" / "01-train.log").write_text(
+        "Traceback (most recent call last):\n  File \"/x/train.py\", line 3, in <module>\n"
+        "RuntimeError: DataLoader worker (pid 4242) exited unexpectedly\n")
+    (tmp_path / "spec.json").write_text(json.dumps({"framework": "demo"}))
+    (tmp_path / "plan.json").write_text(json.dumps({"steps": [{"name": "train", "kind": "train",
+                                                               "deliverable": "framework_run"}]}))
+    (tmp_path / "state.json").write_text(json.dumps({"status": "cancelled", "steps": [
+        {"name": "train", "status": "cancelled", "exit_code": -15, "log": "logs/01-train.log"}]}))
+    res = run_verdict(tmp_path)
+    assert res["verdict"] == "Cancelled"
+    assert res["steps"]["train"]["verdict"] == "Cancelled"
+    assert res["steps"]["train"]["primary"]["class"] == "cancelled"

@@ -36,13 +36,16 @@ STEP_KEYS: dict[str, tuple[type, bool]] = {
     "needs_model": (bool, False), "forwards_unquoted": (bool, False), "config": (_STR, False),
     "implied": (_DICT, False), "report_metrics": (_LIST, False), "when_levels": (_LIST, False),
     "append_bridge_tests": (bool, False), "skip_if_exists": (_LIST, False),
+    # upstream-truth additions: a note the report shows (where the procedure and upstream differ),
+    # and "run through the framework's launcher" ([framework] launcher, e.g. verl's uv run)
+    "note": (_STR, False), "launcher": (bool, False),
 }
 FRAMEWORK_KEYS: dict[str, tuple[type, bool]] = {
     "name": (_STR, True), "title": (_STR, True), "needs_repo": (bool, True), "needs_bridge": (bool, True),
     "overrides": (_STR, True), "run_label": (_STR, True), "repo_env": (_STR, False),
     "pythonpath": (_LIST, False), "pass_env": (_LIST, False), "model_args": (_LIST, False),
     "model_path_args": (_LIST, False), "model_env": (_DICT, False), "model_path_env": (_DICT, False),
-    "gpus_advice": (_STR, False),
+    "gpus_advice": (_STR, False), "launcher": (_LIST, False), "launcher_off": (_DICT, False),
 }
 LEVEL_KEYS: dict[str, tuple[type, bool]] = {
     "number": (int, True), "title": (_STR, True), "required_when": (_STR, True), "proves": (_STR, True),
@@ -52,7 +55,7 @@ VARIANT_KEYS: dict[str, tuple[type, bool]] = {
     "name": (_STR, True), "levels": (_LIST, True), "title": (_STR, True), "mode": (_STR, True),
     "proves": (_STR, True), "targets": (_LIST, False), "args": (_LIST, False), "env": (_DICT, False),
     "criteria": (_LIST, False), "report_metrics": (_LIST, False), "needs_model": (bool, False),
-    "steps": (_LIST, False),
+    "steps": (_LIST, False), "note": (_STR, False),
 }
 TP_GUARD_KEYS: dict[str, tuple[type, bool]] = {
     "tp_keys": (_LIST, True), "min_tp": (int, True), "micro_key": (_STR, True),
@@ -104,6 +107,8 @@ class StepTemplate:
     when_levels: tuple[int, ...] = ()
     append_bridge_tests: bool = False
     skip_if_exists: tuple[str, ...] = ()
+    note: str | None = None
+    launcher: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,7 @@ class Variant:
     report_metrics: tuple[str, ...] = ()
     needs_model: bool = False
     steps: tuple[StepTemplate, ...] = ()
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,8 @@ class FrameworkCatalog:
     model_env: dict[str, str] = field(default_factory=dict)
     model_path_env: dict[str, str] = field(default_factory=dict)
     gpus_advice: str = ""
+    launcher: tuple[str, ...] = ()
+    launcher_off: dict[str, str] = field(default_factory=dict)
     placeholders: dict[str, str] = field(default_factory=dict)
     run_env: dict[str, str] = field(default_factory=dict)
     before_train: tuple[StepTemplate, ...] = ()
@@ -253,7 +261,7 @@ def _variant(raw: Any, where: str, step_names: set[str]) -> Variant:
         proves=t["proves"], targets=targets, args=_strs(t.get("args", []), f"{where}.args"),
         env=_strmap(t.get("env", {}), f"{where}.env"), criteria=_strs(t.get("criteria", []), where),
         report_metrics=_strs(t.get("report_metrics", []), where),
-        needs_model=bool(t.get("needs_model", False)), steps=steps,
+        needs_model=bool(t.get("needs_model", False)), steps=steps, note=t.get("note"),
     )
 
 
@@ -305,6 +313,8 @@ def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> Framewor
         model_env=_strmap(fw.get("model_env", {}), "model_env"),
         model_path_env=_strmap(fw.get("model_path_env", {}), "model_path_env"),
         gpus_advice=fw.get("gpus_advice", ""),
+        launcher=_strs(fw.get("launcher", []), "launcher"),
+        launcher_off=_strmap(fw.get("launcher_off", {}), "launcher_off"),
         placeholders=_strmap(data.get("placeholders", {}), f"{source} [placeholders]"),
         run_env=_strmap(data.get("run_env", {}), f"{source} [run_env]"),
         before_train=tuple(_step(s, f"{source} [[before_train]]") for s in data.get("before_train", [])),

@@ -1,11 +1,20 @@
 """The embedded demo workload: GRPO of a tiny transformer policy on a toy task, in PyTorch.
 
 Run: ``python -u -m console.demo.grpo --tb-dir DIR [--steps N] [--variant nan] [--device auto|cpu|cuda]
-[--seed S]``. It prints NeMo-RL-shaped step banners, phase lines and results blocks, and writes
-TensorBoard scalars under NeMo-RL's tag names so the same monitor, metrics dump and checks apply.
+[--seed S] [--lr-scale X] [--advantage-norm std|mean] [KEY=VALUE ...]``. It prints NeMo-RL-shaped step
+banners, phase lines and results blocks, and writes TensorBoard scalars under NeMo-RL's tag names so
+the same monitor, metrics dump and checks apply.
+
+``KEY=VALUE`` arguments are NeMo-RL-style overrides of the few keys the demo has (``grpo.seed``,
+``grpo.max_num_steps``, ``grpo.num_prompts_per_step``, ``grpo.num_generations_per_prompt``,
+``grpo.normalize_rewards``, ``policy.optimizer.kwargs.lr``); an unknown key fails as Hydra does.
 
 The ``nan`` variant trains the same task with an absurd learning rate: the weights really blow up and
-the loss and gradient norm really become NaN/inf (the run goes on and logs them).
+the loss and gradient norm really become NaN/inf (the run goes on and logs them). ``--lr-scale`` and
+``--advantage-norm mean`` perturb the policy update (the planted changes ``rl-console compare`` must
+see). Each step first copies the trained weights into a generation copy through the demo Bridge
+(``console.demo.bridge``, or ``rlc_demo_bridge`` from the Bridge checkout), as NeMo-RL's refit does.
+On CPU the run is deterministic: the same seed gives the same numbers, bit for bit.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import argparse
 import copy
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -21,6 +31,7 @@ from pathlib import Path
 import torch
 
 from console.demo import task
+from console.demo.bridge import load_provider
 from console.demo.model import TinyPolicy, answer_logprobs, generate
 
 BANNER = "=" * 25
@@ -37,6 +48,19 @@ class Config:
     kl_beta: float = 0.01
     max_grad_norm: float = 1.0
     seed: int = 42
+    lr_scale: float = 1.0
+    normalize_rewards: bool = True  # divide group-centred rewards by their std (NeMo-RL's default)
+
+
+# NeMo-RL override keys the demo understands -> (Config field, type)
+OVERRIDE_KEYS: dict[str, tuple[str, type]] = {
+    "grpo.seed": ("seed", int),
+    "grpo.max_num_steps": ("steps", int),
+    "grpo.num_prompts_per_step": ("prompts_per_step", int),
+    "grpo.num_generations_per_prompt": ("generations_per_prompt", int),
+    "grpo.normalize_rewards": ("normalize_rewards", bool),
+    "policy.optimizer.kwargs.lr": ("lr", float),
+}
 
 
 VARIANT_LR = {"nan": 1e3}
@@ -60,9 +84,16 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
+def refit(policy: TinyPolicy, gen_policy: TinyPolicy, bridge: object) -> None:
+    """Copy the trained weights into the generation copy through the Bridge's conversion."""
+    with torch.no_grad():
+        gen_policy.load_state_dict(bridge.export_weights(policy.state_dict()))  # type: ignore[attr-defined]
+
+
 def grpo_step(policy: TinyPolicy, reference: TinyPolicy, opt: torch.optim.Optimizer, cfg: Config,
-              gen: torch.Generator, device: torch.device, timings: dict[str, float]) -> dict[str, float]:
-    """One GRPO step: sample groups, score them, compute group-relative advantages, clipped PG update."""
+              gen: torch.Generator, device: torch.device, timings: dict[str, float],
+              gen_policy: TinyPolicy | None = None, bridge: object = None) -> dict[str, float]:
+    """One GRPO step: refit, sample groups, score them, group-relative advantages, clipped PG update."""
     n_prompts, group = cfg.prompts_per_step, cfg.generations_per_prompt
     prompt_len = task.PROMPT_LEN + 2
 
@@ -71,10 +102,19 @@ def grpo_step(policy: TinyPolicy, reference: TinyPolicy, opt: torch.optim.Optimi
     prompts = task.sample_prompts(n_prompts, gen).repeat_interleave(group, dim=0).to(device)
     timings["data_processing"] = time.perf_counter() - t
 
+    if gen_policy is None:
+        gen_policy = policy
+    else:
+        t = time.perf_counter()
+        say("▶ Preparing for generation...")
+        refit(policy, gen_policy, bridge if bridge is not None else load_provider())
+        timings["prepare_for_generation/transfer_and_update_weights"] = time.perf_counter() - t
+
     t = time.perf_counter()
     say(f"▶ Generating responses for batch of size {prompts.shape[0]}...")
     policy.eval()
-    seqs, gen_lp = generate(policy, prompts, task.PROMPT_LEN, gen)
+    gen_policy.eval()
+    seqs, gen_lp = generate(gen_policy, prompts, task.PROMPT_LEN, gen)
     timings["generation"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -85,7 +125,8 @@ def grpo_step(policy: TinyPolicy, reference: TinyPolicy, opt: torch.optim.Optimi
     t = time.perf_counter()
     say("▶ Computing advantages...")
     grouped = rewards.view(n_prompts, group)
-    adv = ((grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, keepdim=True) + 1e-4)).view(-1)
+    centred = grouped - grouped.mean(1, keepdim=True)
+    adv = (centred / (grouped.std(1, keepdim=True) + 1e-4) if cfg.normalize_rewards else centred).view(-1)
     timings["advantage_calculation"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -160,7 +201,12 @@ def train(cfg: Config, tb_dir: Path, device: torch.device) -> int:
     reference = copy.deepcopy(policy).eval()
     for p in reference.parameters():
         p.requires_grad_(False)
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    gen_policy = copy.deepcopy(policy).eval()
+    for p in gen_policy.parameters():
+        p.requires_grad_(False)
+    bridge = load_provider()
+    say(f"demo bridge: {bridge.__name__} ({getattr(bridge, '__file__', '?')})")
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr * cfg.lr_scale)
     n_params = sum(p.numel() for p in policy.parameters())
     say(f"  ✓ Policy initialized: {n_params} parameters, reference policy frozen")
     tb_dir.mkdir(parents=True, exist_ok=True)
@@ -176,11 +222,13 @@ def train(cfg: Config, tb_dir: Path, device: torch.device) -> int:
         say(f"\n{BANNER} Step {step}/{cfg.steps} {BANNER}")
         start = time.perf_counter()
         timings: dict[str, float] = {}
-        metrics = grpo_step(policy, reference, opt, cfg, gen, device, timings)
+        metrics = grpo_step(policy, reference, opt, cfg, gen, device, timings, gen_policy, bridge)
         total = time.perf_counter() - start
         for name, value in metrics.items():
             writer.add_scalar(f"train/{name}", value, step)
         writer.add_scalar("timing/train/total_step_time", total, step)
+        tokens = cfg.prompts_per_step * cfg.generations_per_prompt * (task.PROMPT_LEN * 2 + 2)
+        writer.add_scalar("timing/train/valid_tokens_per_sec_per_gpu", tokens / total if total > 0 else 0.0, step)
         for name, value in timings.items():
             writer.add_scalar(f"timing/train/{name}", value, step)
         writer.flush()
@@ -197,23 +245,72 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--variant", choices=("nan",), default=None)
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--lr-scale", type=float, default=1.0, help="multiply the learning rate (a planted change)")
+    p.add_argument("--advantage-norm", choices=("std", "mean"), default=None,
+                   help="std: (r - mean) / std (default); mean: r - mean only (a planted change)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="NeMo-RL-style overrides")
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error("--steps must be >= 1")
+    if not args.lr_scale > 0 or math.isinf(args.lr_scale):
+        p.error("--lr-scale must be a positive number")
     return args
+
+
+def _as_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise ValueError(text)
+
+
+def apply_overrides(cfg: Config, overrides: list[str]) -> list[str]:
+    """Apply ``KEY=VALUE`` overrides (later wins); SystemExit(2) with Hydra's wording on a bad one."""
+    applied: list[str] = []
+    for text in overrides:
+        key, sep, value = text.lstrip("+").partition("=")
+        if not sep or key not in OVERRIDE_KEYS:
+            print(f"Could not override '{key}'.\nTo append to your config use +{text}\n"
+                  f"Key '{key}' is not in struct (demo keys: {', '.join(OVERRIDE_KEYS)})", file=sys.stderr)
+            raise SystemExit(2)
+        field_name, kind = OVERRIDE_KEYS[key]
+        try:
+            parsed = _as_bool(value) if kind is bool else kind(value)
+        except ValueError:
+            print(f"Could not override '{key}': {value!r} is not a valid {kind.__name__}", file=sys.stderr)
+            raise SystemExit(2) from None
+        if field_name == "steps" and parsed < 1:
+            print(f"Could not override '{key}': must be >= 1", file=sys.stderr)
+            raise SystemExit(2)
+        setattr(cfg, field_name, parsed)
+        applied.append(f"{key}={value}")
+    return applied
+
+
+def make_deterministic(device: torch.device) -> None:
+    """Same seed, same numbers: one CPU thread and deterministic kernels (cuBLAS needs its workspace)."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.set_num_threads(1)  # a tiny model: one thread is as fast and never fights for cores
+    torch.use_deterministic_algorithms(True, warn_only=device.type != "cpu")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device = pick_device(args.device)
-    torch.set_num_threads(1)  # a tiny model: one thread is as fast and never fights for cores
-    cfg = Config(steps=args.steps, seed=args.seed)
+    make_deterministic(device)
+    cfg = Config(steps=args.steps, seed=args.seed, lr_scale=args.lr_scale)
+    if args.advantage_norm:
+        cfg.normalize_rewards = args.advantage_norm == "std"
     if args.variant:
         cfg.lr = VARIANT_LR[args.variant]
         cfg.max_grad_norm = math.inf
+    apply_overrides(cfg, args.overrides)
     say(describe(device))
     say(f"Loaded configuration from: demo GRPO (reverse-the-digits task, variant={args.variant or 'default'})")
-    say(f"Overrides: ['grpo.max_num_steps={cfg.steps}', 'policy.optimizer.lr={cfg.lr:g}', 'seed={cfg.seed}']")
+    say(f"Overrides: ['grpo.max_num_steps={cfg.steps}', 'policy.optimizer.kwargs.lr={cfg.lr * cfg.lr_scale:g}', "
+        f"'grpo.seed={cfg.seed}', 'grpo.normalize_rewards={str(cfg.normalize_rewards).lower()}']")
     return train(cfg, args.tb_dir, device)
 
 

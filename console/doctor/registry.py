@@ -10,6 +10,7 @@ from typing import Any
 from console.doctor.context import DoctorContext, Probes, build_context
 from console.doctor.devices import check_gpus, check_visible_devices
 from console.doctor.disk import check_disk_space
+from console.doctor.drift import check_catalog_drift
 from console.doctor.hf import check_hf_snapshot
 from console.doctor.imports import check_bridge_import_driver, check_bridge_import_ray_worker
 from console.doctor.mcore import check_mcore_helpers
@@ -34,6 +35,7 @@ CHECKS: dict[str, Check] = {
     "gpus": check_gpus,
     "mcore_helpers": check_mcore_helpers,
     "tools": check_tools,
+    "catalog_drift": check_catalog_drift,
 }
 CHECK_IDS: tuple[str, ...] = tuple(CHECKS)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from console.doctor.context import DoctorContext
@@ -36,6 +38,17 @@ def check_repo_state(ctx: DoctorContext) -> dict[str, Any]:
     return combine(CHECK_ID, items)
 
 
+def gitlink(repo: Path, rel: str) -> str | None:
+    """The commit a submodule is pinned at in ``repo``'s HEAD tree (``git ls-tree HEAD <rel>``)."""
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "ls-tree", "HEAD", rel], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    parts = out.stdout.split()
+    return parts[2] if out.returncode == 0 and len(parts) >= 3 and parts[1] == "commit" else None
+
+
 def vendored_bridge_item(ctx: DoctorContext) -> Item:
     """Is NeMo-RL's vendored `3rdparty/.../Megatron-Bridge` the checkout under test?"""
     assert ctx.repo is not None and ctx.bridge is not None
@@ -45,7 +58,16 @@ def vendored_bridge_item(ctx: DoctorContext) -> Item:
         return Item("vendored_same", f"vendored Bridge: absent ({vendored})", facts=facts)
     if os.path.realpath(vendored) == os.path.realpath(ctx.bridge):
         return Item("vendored_same", "vendored Bridge: is the checkout under test (same path)", facts=facts)
-    v_head, b_head = full_head(vendored), full_head(ctx.bridge)
+    rel = ctx.catalog["paths"]["nemo_rl_vendored_bridge"]
+    initialised = (vendored / ".git").exists()
+    # an uninitialised submodule is an empty directory: git there answers for NeMo-RL itself, so the
+    # pinned commit is the gitlink recorded in NeMo-RL's tree
+    v_head = full_head(vendored) if initialised else gitlink(ctx.repo, rel)
+    b_head = full_head(ctx.bridge)
+    if not initialised:
+        return Item("vendored_differs" if v_head != b_head else "vendored_same",
+                    f"vendored Bridge: submodule not initialised, pinned at {(v_head or 'unknown')[:12]} "
+                    f"(gitlink); checkout under test @ {(b_head or 'no git')[:12]}", facts=facts)
     if v_head is None or v_head != b_head:
         return Item("vendored_differs",
                     f"vendored Bridge: {vendored} @ {(v_head or 'no git')[:12]} differs from the checkout "

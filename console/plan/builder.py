@@ -21,6 +21,7 @@ from console.errors import SpecError
 from console.plan.gpus import visible_gpus
 from console.plan.model import Plan, Step
 from console.plan.overrides import check_unquoted, effective_values, parse_override, validate_overrides
+from console.plan.resolve import CheckoutSource, Source, override_args, resolve_step
 from console.spec import RunSpec
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -205,7 +206,7 @@ def build_plan(spec: RunSpec) -> Plan:
     repo = bridge = None
     if cat.needs_repo:
         repo = _git_checkout(spec.repo, "--repo", cat.name, cat.repo_env or "the repo variable")
-    if cat.needs_bridge:
+    if cat.needs_bridge or spec.bridge_repo:  # optional where not needed (the demo's weight-conversion hook)
         bridge = _git_checkout(spec.bridge_repo, "--bridge-repo", cat.name, "BRIDGE_REPO")
     if cat.overrides == "none" and spec.overrides:
         raise SpecError(f"--override is not accepted for {cat.name}: it has no Hydra config")
@@ -223,8 +224,8 @@ def build_plan(spec: RunSpec) -> Plan:
     for key, template in cat.placeholders.items():
         ctx.values[key] = ctx.expand(template)
     pythonpath = None
-    if cat.pythonpath:
-        parts = [ctx.expand(p) for p in cat.pythonpath]
+    parts = [x for x in (ctx.expand(p) for p in cat.pythonpath) if x]  # an unset optional repo adds nothing
+    if parts:
         existing = lookup("PYTHONPATH")
         pythonpath = ":".join(parts + ([existing] if existing else []))
     ctx.values["pythonpath"] = pythonpath or ""
@@ -250,8 +251,11 @@ def build_plan(spec: RunSpec) -> Plan:
         if value:
             base_env[name] = value
 
-    validated: set[tuple[str | None, str | None]] = set()
+    launcher_on = bool(cat.launcher) and not any(lookup(k) == v for k, v in cat.launcher_off.items())
+    checkout = CheckoutSource({"repo": repo, "bridge": bridge})
+    user_for = _user_overrides_per_step(cat, levels, variants, user_overrides, repo, ctx, checkout, warnings)
     steps: list[Step] = []
+    resolve_args: dict[str, tuple[str, str | None, list[str], list[str]]] = {}
 
     def make(st: StepTemplate, level: int | None, sel: _Selected | None = None) -> Step:
         env = dict(base_env)
@@ -259,6 +263,8 @@ def build_plan(spec: RunSpec) -> Plan:
             ctx.expand_env(cat.run_env, env)
         ctx.expand_env(st.env, env)
         argv = [ctx.expand(a) for a in st.argv]
+        if st.launcher and launcher_on:
+            argv = [ctx.expand(a) for a in cat.launcher] + argv
         extra: list[str] = [ctx.expand(a) for a in (sel.extra_args if sel else [])]
         if sel:
             ctx.expand_env(sel.extra_env, env)
@@ -271,17 +277,17 @@ def build_plan(spec: RunSpec) -> Plan:
             argv += bridge_tests
         env.update({k: v for k, v in user_env.items() if not (k == "PYTHONPATH" and pythonpath)})
         unset: list[str] = []
+        mine: list[str] = []
         if st.overrides:
             script = next((a for a in argv if a.endswith(".sh")), argv[-1]) if st.forwards_unquoted else None
             for arg in extra:
                 if script:
                     warnings.extend(check_unquoted(arg, script))
-                parse_override(arg)
-            key = (st.config, script)
-            if user_overrides and key not in validated:
-                validated.add(key)
-                warnings.extend(validate_overrides(user_overrides, repo, st.config, unquoted_script=script))
-            extra += user_overrides
+                if not arg.startswith("-") and ("=" in arg or arg.startswith("~")):  # not a flag or its value
+                    parse_override(arg)
+            mine = user_for.get((st.config, _script(argv)), list(user_overrides))
+        catalog_args = override_args(argv[1:] + extra)
+        extra += mine
         if st.kind == "train":
             env.update(remedy_env)
             unset = [u for u in remedy_unset if u not in env]
@@ -301,6 +307,7 @@ def build_plan(spec: RunSpec) -> Plan:
         cwd = {"repo": repo, "bridge": bridge}.get(st.cwd) or ctx.expand(st.cwd)
         if cat.tp_guard and st.kind == "train":
             _tp_warning(cat, st, eff, sel.name if sel and sel.name else st.name, warnings)
+        resolve_args[sel.name if sel and sel.name else st.name] = (st.cwd, st.config, catalog_args, mine)
         return Step(
             name=(sel.name if sel and sel.name else st.name),
             title=(sel.title if sel and sel.title else st.title)
@@ -315,6 +322,7 @@ def build_plan(spec: RunSpec) -> Plan:
             metrics_json=ctx.expand(st.metrics_json) if st.metrics_json else None,
             checks=list(st.checks), total_steps=total, on_failure=st.on_failure,
             report_metrics=[*st.report_metrics, *(m for v in vs for m in v.report_metrics)],
+            notes=[n for n in [st.note, *(v.note for v in vs)] if n],
         )
 
     for st in cat.setup:
@@ -336,7 +344,70 @@ def build_plan(spec: RunSpec) -> Plan:
                             "exercise this architecture")
 
     _gpu_warning(cat, spec, steps, warnings)
-    return Plan(spec=replace(spec, levels=levels), steps=steps, warnings=list(dict.fromkeys(warnings)))
+    plan = Plan(spec=replace(spec, levels=levels), steps=steps, warnings=list(dict.fromkeys(warnings)))
+    plan.resolve_inputs = resolve_args
+    plan.drift = resolve_plan(plan, resolve_args, checkout)
+    return plan
+
+
+def resolve_plan(plan: Plan, inputs: dict[str, tuple[str, str | None, list[str], list[str]]],
+                 source: Source) -> list[dict[str, Any]]:
+    """Catalog-drift findings of every step (``inputs``: step -> (cwd role, config, catalog args, user args))."""
+    found: list[dict[str, Any]] = []
+    for step in plan.steps:
+        role, config, catalog_args, user_args = inputs.get(step.name, ("repo", None, [], []))
+        if role not in ("repo", "bridge"):
+            continue
+        for d in resolve_step(step, role, config, catalog_args, user_args, source):
+            found.append(d.to_dict())
+    return found
+
+
+def _script(argv: list[str]) -> str | None:
+    return next((a for a in argv if a.endswith(".sh")), None)
+
+
+def _user_overrides_per_step(cat: FrameworkCatalog, levels: list[int], variants: list[Variant],
+                             user_overrides: list[str], repo: str | None, ctx: _Ctx, checkout: CheckoutSource,
+                             warnings: list[str]) -> dict[tuple[str | None, str | None], list[str]]:
+    """Which user overrides each training step gets: checked against the config that step loads
+    (plus the keys its wrapper adds with '+'). An override no step accepts is refused (SpecError);
+    one that only some steps' configs have goes to those steps only, with a warning."""
+    targets: dict[tuple[str | None, str | None], str] = {}
+    for sel in _select(cat, levels, variants):
+        st = sel.template
+        if st.overrides:
+            argv = [ctx.expand(a) for a in st.argv]
+            targets.setdefault((st.config, _script(argv)), sel.name or st.name)
+    if not user_overrides or not targets:
+        return {}
+    out: dict[tuple[str | None, str | None], list[str]] = {k: [] for k in targets}
+    for text in user_overrides:
+        errors: list[SpecError] = []
+        took: list[str] = []
+        for _config, script in targets:
+            if script and any(s.forwards_unquoted for s in _train_templates(cat)):
+                warnings.extend(check_unquoted(text, script))  # a split argument is refused outright
+        for (config, script), name in targets.items():
+            added = checkout.wrapper_keys("repo", script)[0] if script else set()
+            try:
+                warnings.extend(validate_overrides([text], repo, config, extra_keys=added))
+            except SpecError as exc:
+                errors.append(exc)
+                continue
+            out[(config, script)].append(text)
+            took.append(name)
+        if not took:
+            raise errors[0]
+        if errors:
+            left = [n for k, n in targets.items() if text not in out[k]]
+            warnings.append(f"override {text!r} fits only {', '.join(took)}: not passed to {', '.join(left)} "
+                            f"(its key is not in the config {'that step' if len(left) == 1 else 'those steps'} load)")
+    return out
+
+
+def _train_templates(cat: FrameworkCatalog) -> list[StepTemplate]:
+    return [st for lv in cat.levels for st in lv.steps] + [st for v in cat.variants for st in v.steps]
 
 
 def _tp_warning(cat: FrameworkCatalog, st: StepTemplate, eff: dict[str, str], name: str,

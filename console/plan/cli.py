@@ -18,6 +18,8 @@ def render_text(plan: Plan) -> str:
     lines = []
     for w in plan.warnings:
         lines.append(f"warning: {redact_text(w)}")
+    for d in plan.drift:
+        lines.append(f"catalog_drift: {redact_text(str(d.get('message')))}")
     for i, s in enumerate(plan.steps, 1):
         lvl = "" if s.level is None else f" L{s.level}"
         lines.append(f"{i:02d} {s.name}{lvl} [{s.kind}/{s.deliverable}] gpus={s.gpus}")
@@ -48,4 +50,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(render_text(plan))
     for w in plan.warnings if fmt != "text" else []:
         print(f"rl-console plan: warning: {redact_text(w)}", file=sys.stderr)
+    for d in plan.drift if fmt != "text" else []:
+        print(f"rl-console plan: catalog_drift: {redact_text(str(d.get('message')))}", file=sys.stderr)
     return 0

@@ -166,14 +166,34 @@ def check_keys(overrides: list[Override], cfg: dict[str, Any], source: str) -> l
     return warnings
 
 
+def with_keys(cfg: dict[str, Any], keys: set[str] | None) -> dict[str, Any]:
+    """A copy of ``cfg`` that also holds the dotted ``keys`` (e.g. the ones a wrapper adds with '+')."""
+    if not keys:
+        return cfg
+    out = _merge({}, cfg)
+    for dotted in sorted(keys):
+        node = out
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            nxt = node.get(part)
+            if not isinstance(nxt, dict):
+                nxt = node[part] = {}
+            else:
+                nxt = node[part] = dict(nxt)
+            node = nxt
+        node.setdefault(parts[-1], None)
+    return out
+
+
 def validate_overrides(overrides: list[str], repo: str | None = None, config: str | None = None,
-                       *, unquoted_script: str | None = None) -> list[str]:
+                       *, unquoted_script: str | None = None, extra_keys: set[str] | None = None) -> list[str]:
     """Check user overrides; raise SpecError (one line) on the first bad one, return warnings.
 
     ``config`` is the YAML to check keys against (relative to ``repo`` unless absolute); with only
     ``repo``, the catalog's Level 0 config found in it is used. Without either, or when it cannot be
     read, only the syntax is checked (and a warning says so when one was named).
     ``unquoted_script`` names a wrapper that forwards ``$@`` unquoted: whitespace is then refused.
+    ``extra_keys`` are dotted keys that count as present (the ones the wrapper adds before ``$@``).
     """
     warnings: list[str] = []
     parsed = []
@@ -192,7 +212,7 @@ def validate_overrides(overrides: list[str], repo: str | None = None, config: st
         except ConfigUnavailable as exc:
             warnings.append(f"override keys not checked: {exc}")
         else:
-            warnings.extend(check_keys(parsed, cfg, config))
+            warnings.extend(check_keys(parsed, with_keys(cfg, extra_keys), config))
     return warnings
 
 

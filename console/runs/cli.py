@@ -73,6 +73,12 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
         from console.plan import build_plan
 
         plan = build_plan(spec)
+    drift = list(getattr(plan, "drift", None) or [])
+    if drift and not spec.extra.get("allow_drift"):
+        for d in drift:
+            print(f"catalog_drift: {d.get('message')}", file=sys.stderr)
+        raise _Blocked(f"{len(drift)} catalog drift finding(s): the plan does not match the checkouts "
+                       "(rerun with --allow-drift to start anyway)")
     result = _doctor(spec, plan) if doctor and not getattr(args, "no_doctor", False) else None
     run_dir = start_run(spec, plan=plan)
     if result is not None:
@@ -87,6 +93,10 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
 
 def cmd_run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
+    if getattr(args, "baseline", None):  # the same plan twice, Bridge at REF then as is, then compared
+        from console.compare.baseline import run_with_baseline
+
+        return run_with_baseline(spec, args, _start)
     run_dir = _start(spec, args)
     print(f"run {run_dir.name} started: {run_dir}", file=sys.stderr if not args.detach else sys.stdout)
     if args.detach:
@@ -145,6 +155,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"started  {_age(state.get('started'))}   ended {_age(state.get('ended'))}")
     if state.get("linked_from"):
         print(f"rerun of {state['linked_from']}")
+    for key, label in (("baseline_run", "baseline"), ("candidate_run", "candidate")):  # run --baseline
+        if state.get(key):
+            print(f"{label:<8} {state[key]}  (rl-console compare)")
     for i, step in enumerate(state.get("steps", []), 1):
         code = step.get("exit_code")
         extra = f"  exit {code}" if code is not None else ""

@@ -32,7 +32,8 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
-STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ".py:", *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
+STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ": in ", "ERROR", "FATAL", "CRITICAL", "Check failed",
+                      *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
                       *METRIC_LITERALS)
 _FRAME_RE = re.compile(r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
                        r'|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)')  # python / pytest frames
@@ -57,6 +58,10 @@ _PREFIX_RE = re.compile("|".join(f"(?:{p})" for p in (
     r"\[(?:[a-z0-9_-]+ )?\d+step\] ",
 )))
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
+# An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
+ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
+_ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
+_METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 # Words a line must hold for the exception-line regex (_EXC_RE) or the pytest frame form of _FRAME_RE to match:
 # with the literals, what line-skipping scanners look for (see TriageEngine.literal_roles).
@@ -201,9 +206,11 @@ class TriageEngine:
         if self._detect and lineno > DETECT_LINES:
             self._detect = False
         present = self._present(text)
-        if not self.wants_more and not present:
+        if not self.wants_more and (not present or present <= _METRIC_SET):
             if self._detect:
                 self._detect_framework(text)
+            if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
+                return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
         count = 1
         if "[repeated" in text:
@@ -242,14 +249,14 @@ class TriageEngine:
                     new.append(added)
                 if tb is not None:
                     tb.classified = True
-        if any(lit in body for lit in METRIC_LITERALS):
-            for a in self._metrics.feed(lineno, body):
-                info = self.cat.classes["metric_failure"]
-                f = Finding("metric_failure", info.verdict, a.line, evidence_text(a.evidence), f"metrics:{a.kind}",
-                            file=self.source, confidence=0.75, lines=a.lines)
-                added = self._add_finding(f, 1)
+        if not handled and tb is None and _ERROR_LEVEL_RE.search(text) and not (rule and rule.verdict == "Noise"):
+            f = self._component_finding(body, lineno)
+            if f is not None:
+                added = self._add_finding(f, count)
                 if added is not None:
                     new.append(added)
+        if any(lit in body for lit in METRIC_LITERALS):
+            new += self._metric_findings(lineno, body)
         exc = _EXC_RE.match(body) if body[:1] not in (" ", "\t") else None
         if tb is not None:
             if exc is not None:
@@ -260,6 +267,17 @@ class TriageEngine:
         elif exc is not None and prefix not in self._noise_pending:
             self._bare_exception(exc, lineno, body, rule, handled, new)
         return [f.to_dict() for f in new]
+
+    def _metric_findings(self, lineno: int, body: str) -> list[Finding]:
+        new: list[Finding] = []
+        for a in self._metrics.feed(lineno, body):
+            info = self.cat.classes["metric_failure"]
+            f = Finding("metric_failure", info.verdict, a.line, evidence_text(a.evidence), f"metrics:{a.kind}",
+                        file=self.source, confidence=0.75, lines=a.lines)
+            added = self._add_finding(f, 1)
+            if added is not None:
+                new.append(added)
+        return new
 
     def note_hang(self, idle_s: float, lineno: int | None = None) -> dict[str, Any]:
         """The monitor saw no progress for ``idle_s`` seconds: record a ``hang`` finding."""
@@ -304,8 +322,7 @@ class TriageEngine:
     def literal_roles(self) -> dict[str, frozenset[str]]:
         """What each literal of ``self.literals`` can do on a line (not inside an open traceback):
 
-        - ``inert``: nothing on its own (".py:" matters only in a pytest frame, which also holds ": in ";
-          "[repeated" only carries a repeat count);
+        - ``inert``: nothing on its own ("[repeated" only carries a repeat count);
         - ``rule``: selects rules and nothing else: such a line matters only when one of those rules'
           regexes matches it;
         - ``feed``: anything else (markers, traceback structure, imports, metrics): feed the line;
@@ -482,6 +499,7 @@ class TriageEngine:
         if handled:
             return
         f = self._exception_finding(etype, exc.group("inner"), exc.group("msg") or "", lineno, body)
+        f = f or self._component_finding(body, lineno)
         if f is not None:
             f.confidence = min(f.confidence, 0.7)
             added = self._add_finding(f, 1)
@@ -517,6 +535,13 @@ class TriageEngine:
             for er in self.cat.exceptions:
                 if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
                     return self._exc_rule_finding(er, lineno, text)
+        return None
+
+    def _component_finding(self, text: str, lineno: int) -> Finding | None:
+        for c in self.cat.components:
+            if c.regex.search(text):
+                return Finding(c.cls, c.verdict, lineno, evidence_text(text), f"component:{c.id}", file=self.source,
+                               tier=2, confidence=0.45, lines=[lineno], also=["unknown_error"])
         return None
 
     def _exc_rule_finding(self, er: ExceptionRule, lineno: int, text: str) -> Finding:
@@ -598,6 +623,10 @@ class TriageEngine:
                 return None
         if tb.exc_text is None:
             return None  # unterminated: decided at result() time
+        comp = self._component_finding(tb.exc_text, line)
+        if comp is not None:
+            comp.lines = lines
+            return comp
         etype = tb.exc_text.split(":", 1)[0].strip()
         return Finding("unknown_error", self.cat.classes["unknown_error"].verdict, line, evidence,
                        f"traceback:{etype}", file=self.source, confidence=0.4, lines=lines)

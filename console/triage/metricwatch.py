@@ -9,9 +9,9 @@ Megatron ``grad norm: 1.23``, NeMo-RL ``Grad norm: 0.5``, tqdm ``reward=0.4``).
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
+from collections import deque
 from dataclasses import dataclass, field
 
 LITERALS = ("grad_norm", "grad norm", "Grad norm", "grad-norm", "gradient norm", "reward", "Reward")
@@ -24,9 +24,10 @@ _STEP = re.compile(r"(?:\bstep[:= ]\s*|\biteration\s+|global_step[:=]\s*)(\d+)",
 
 EXPLODE_RATIO = 100.0  # a grad norm this many times the median of the earlier ones...
 EXPLODE_MIN = 1000.0  # ...and at least this large
-COLLAPSE_PEAK = 0.2  # a reward that had reached this...
-COLLAPSE_FRACTION = 0.05  # ...and then stays at or below this fraction of its peak...
-COLLAPSE_STEPS = 3  # ...for this many consecutive reports
+COLLAPSE_PEAK = 0.2  # a reward whose median over the earlier reports had reached this...
+COLLAPSE_FRACTION = 0.05  # ...and then stays at or below this fraction of that median...
+COLLAPSE_WINDOW = 16  # earlier reports whose median is the level (a single lucky batch is not one)
+COLLAPSE_STEPS = 5  # ...for this many consecutive reports
 
 
 @dataclass
@@ -48,14 +49,18 @@ def _kind(key: str) -> str | None:
     return None
 
 
+MEDIAN_WINDOW = 64  # earlier grad norms kept for the median (constant cost per line)
+
+
 @dataclass
 class MetricWatch:
-    grad: list[tuple[int, int | None, float]] = field(default_factory=list)  # (line, step, value)
-    reward: list[tuple[int, int | None, float]] = field(default_factory=list)
+    """Constant work per metric line: bounded windows, a running reward peak."""
+
+    grad: deque[tuple[int, int | None, float]] = field(default_factory=lambda: deque(maxlen=2))
+    grad_before: deque[float] = field(default_factory=lambda: deque(maxlen=MEDIAN_WINDOW))
+    reward: deque[tuple[int, int | None, float]] = field(default_factory=lambda: deque(maxlen=COLLAPSE_STEPS))
+    reward_before: deque[float] = field(default_factory=lambda: deque(maxlen=COLLAPSE_WINDOW))
     found: set[str] = field(default_factory=set)
-    # kept up to date on each report so that a run with thousands of steps costs O(log n) per report:
-    _grad_sorted: list[float] = field(default_factory=list, repr=False)  # finite values of grad[:-2], sorted
-    _reward_peak: float | None = field(default=None, repr=False)  # max finite value of reward[:-COLLAPSE_STEPS]
 
     def feed(self, lineno: int, body: str) -> list[Anomaly]:
         step_m = _STEP.search(body)
@@ -71,42 +76,47 @@ class MetricWatch:
                 value = float(m.group("val"))
             except ValueError:
                 continue
-            series = self.grad if kind == "grad_norm" else self.reward
-            series.append((lineno, step, value))
-            a = self._check_grad() if kind == "grad_norm" else self._check_reward()
+            if kind == "grad_norm":
+                if len(self.grad) == 2 and math.isfinite(self.grad[0][2]):
+                    self.grad_before.append(self.grad[0][2])
+                self.grad.append((lineno, step, value))
+                a = self._check_grad()
+            else:
+                if len(self.reward) == COLLAPSE_STEPS and math.isfinite(self.reward[0][2]):
+                    self.reward_before.append(self.reward[0][2])
+                self.reward.append((lineno, step, value))
+                a = self._check_reward()
             if a is not None and a.kind not in self.found:
                 self.found.add(a.kind)
-                a.evidence = f"{a.evidence}: {body.strip()[:200]}"
+                where = f" at step {a.step}" if a.step is not None else ""
+                a.evidence = f"{a.evidence}{where}: {body.strip()[:200]}"
                 out.append(a)
         return out
 
     def _check_grad(self) -> Anomaly | None:
-        g = self.grad
-        if len(g) >= 3 and math.isfinite(g[-3][2]):  # g[-3] just became one of the earlier reports
-            bisect.insort(self._grad_sorted, g[-3][2])
-        if len(g) >= 2 and not math.isfinite(g[-1][2]) and not math.isfinite(g[-2][2]):
-            return Anomaly("grad_norm_nonfinite", g[-2][0], [g[-2][0], g[-1][0]], g[-2][1],
-                           f"grad norm {g[-2][2]} then {g[-1][2]} on consecutive reports")
-        prev = self._grad_sorted
-        if len(prev) >= 3 and all(math.isfinite(x[2]) for x in g[-2:]):
+        if len(self.grad) < 2:
+            return None
+        g0, g1 = self.grad
+        if not math.isfinite(g0[2]) and not math.isfinite(g1[2]):
+            return Anomaly("grad_norm_nonfinite", g0[0], [g0[0], g1[0]], g0[1],
+                           f"grad norm {g0[2]} then {g1[2]} on consecutive reports")
+        if len(self.grad_before) >= 3 and math.isfinite(g0[2]) and math.isfinite(g1[2]):
+            prev = sorted(self.grad_before)
             base = prev[len(prev) // 2]
-            if base > 0 and all(x[2] >= max(EXPLODE_MIN, EXPLODE_RATIO * base) for x in g[-2:]):
-                return Anomaly("grad_norm_exploding", g[-2][0], [g[-2][0], g[-1][0]], g[-2][1],
-                               f"grad norm {g[-2][2]:g}, {g[-1][2]:g} vs a median of {base:g} before")
+            if base > 0 and min(g0[2], g1[2]) >= max(EXPLODE_MIN, EXPLODE_RATIO * base):
+                return Anomaly("grad_norm_exploding", g0[0], [g0[0], g1[0]], g0[1],
+                               f"grad norm {g0[2]:g}, {g1[2]:g} vs a median of {base:g} before")
         return None
 
     def _check_reward(self) -> Anomaly | None:
-        r = self.reward
-        if len(r) < COLLAPSE_STEPS + 1:
+        if len(self.reward_before) < 3 or len(self.reward) < COLLAPSE_STEPS:
             return None
-        entered = r[-COLLAPSE_STEPS - 1][2]  # just became one of the reports before the tail
-        if math.isfinite(entered) and (self._reward_peak is None or entered > self._reward_peak):
-            self._reward_peak = entered
-        if self._reward_peak is None:
+        before = sorted(self.reward_before)
+        peak = before[len(before) // 2]  # the median level: robust to a single lucky batch
+        if peak < COLLAPSE_PEAK:
             return None
-        peak = self._reward_peak
-        tail = r[-COLLAPSE_STEPS:]
-        if peak >= COLLAPSE_PEAK and all(math.isfinite(v) and v <= COLLAPSE_FRACTION * peak for _, _, v in tail):
+        tail = list(self.reward)
+        if all(math.isfinite(v) and v <= COLLAPSE_FRACTION * peak for _, _, v in tail):
             return Anomaly("reward_collapse", tail[0][0], [x[0] for x in tail], tail[0][1],
-                           f"reward fell from a peak of {peak:g} to {tail[-1][2]:g} for {COLLAPSE_STEPS} reports")
+                           f"reward fell from a median of {peak:.3g} to {tail[-1][2]:g} for {COLLAPSE_STEPS} reports")
         return None

@@ -4,13 +4,20 @@ Rules of the choice (the procedures' "first causal error, not the last traceback
 - Noise findings never make a failure.
 - Soft findings (warnings such as a fingerprint mismatch or a low-disk warning) count only when the
   run did not complete.
-- After training completed, symptom/fallback findings (tier >= 1: actor died, watchdog, an unknown
-  traceback) are a ``teardown_crash``, unless the exit code says the process exited 0, in which
-  case they are residual noise.
-- The primary is the earliest finding of the lowest tier (0 cause, 1 symptom, 2 unknown).
-- A non-zero exit code with no recognised cause is ``unknown_error`` (or ``teardown_crash`` when
-  training had completed). ``teardown_crash`` is Fail: the procedures require a successful exit,
-  but the report keeps the training evidence and calls it infra/flaky, not a numerics failure.
+- Transient findings (a 429 that huggingface_hub retried, NCCL WARN lines, a helpers.cpp build line)
+  count only when the run died (fatal tier) and nothing else named the cause; in a run that
+  completed they are Noise.
+- The fatal tier: a non-zero exit, an uncaught traceback, a fatal line (signal death, CUDA error,
+  Hydra "Error executing job") or a traceback still open at the end. With one present and no named
+  cause the result is ``unknown_error`` (``teardown_crash`` after completion or once the process had
+  started to exit) with the deepest causal exception as evidence; never Incomplete.
+- After training completed (or the process started to exit), symptom/fallback findings (tier >= 1:
+  actor died, watchdog, an unknown traceback) are a ``teardown_crash``, unless the exit code says the
+  process exited 0, in which case they are residual noise.
+- A class that ``explains`` another (catalog) wins over it; an unknown_error never beats a named one.
+- A user cancel (verdict Cancelled) wins unless a cause (tier 0) was found before it.
+- Otherwise the primary is the earliest finding of the lowest tier (0 cause, 1 symptom, 2 unknown);
+  the other classes found are listed as ``alternatives``.
 - No failure: "Pass" with completion evidence, otherwise "Incomplete".
 """
 
@@ -114,6 +121,8 @@ def _death_finding(engine: TriageEngine, exit_code: int | None, completed: bool,
 def _choose(engine: TriageEngine, candidates: list[Finding]) -> Finding:
     """A user cancel wins unless a cause was already there before it; else the earliest of the lowest tier."""
     explained = {e for f in candidates for e in engine.cat.classes[f.cls].explains}
+    if any(f.cls != "unknown_error" for f in candidates):
+        explained.add("unknown_error")  # an unrecognised error never beats a named one
     kept = [f for f in candidates if f.cls not in explained]
     candidates = kept or candidates
     cancels = [f for f in candidates if f.verdict == "Cancelled"]

@@ -19,7 +19,7 @@ CLASS_IDS = (
     "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
     "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "checkpoint_failure",
     "metric_failure", "generation_failure", "teardown_crash", "hang", "unknown_error",
-    "cuda_error", "cancelled",
+    "catalog_drift", "cuda_error", "cancelled",
 )
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
@@ -80,6 +80,16 @@ class ExceptionRule:
 
 
 @dataclass(frozen=True)
+class Component:
+    """Last resort for an error line or an exception no rule named: the component it mentions."""
+
+    id: str
+    cls: str
+    verdict: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
 class ImportPolicy:
     """How a failed import is classified: the module, then the interpreter paths around it."""
 
@@ -118,6 +128,7 @@ class Catalog:
     frameworks: dict[str, tuple[str, ...]]
     exceptions: tuple[ExceptionRule, ...] = ()
     imports: ImportPolicy = ImportPolicy((), 2, None)
+    components: tuple[Component, ...] = ()
 
     def literals(self) -> list[str]:
         """Every literal the prefilter needs (rules and markers), deduplicated, in a stable order."""
@@ -251,6 +262,14 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             type_re=_compile(e.get("type"), where),
             message_re=_compile(e["message"], where) if "message" in e else None,
             tier=int(e["tier"]) if "tier" in e else None, confidence=float(e.get("confidence", 0.8))))
+    components = []
+    for i, c in enumerate(data.get("component") or []):
+        where = f"component[{i}] {c.get('id', '?')}"
+        cls = c.get("class")
+        if cls not in classes:
+            raise CatalogError(f"{where}: unknown class {cls!r}")
+        components.append(Component(id=str(c.get("id")), cls=cls, verdict=c.get("verdict", classes[cls].verdict),
+                                    regex=_compile(c.get("regex"), where)))
     imp = data.get("imports") or {}
     imports = ImportPolicy(
         bridge_modules=tuple(imp.get("bridge_modules") or ()),
@@ -258,7 +277,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         venv_path_re=_compile(imp["venv_paths"], "imports.venv_paths") if imp.get("venv_paths") else None)
     return Catalog(classes=classes, rules=tuple(rules), frame_rules=tuple(frame_rules),
                    markers=tuple(markers), frameworks=frameworks, exceptions=tuple(exceptions),
-                   imports=imports)
+                   imports=imports, components=tuple(components))
 
 
 def load_catalog(path: Path | None = None) -> Catalog:

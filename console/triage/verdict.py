@@ -112,13 +112,16 @@ def nonfinite_metrics(metrics: dict[str, Any]) -> list[str]:
 
 # ---------------------------------------------------------------------------------------- steps
 
-def _triage_step(log: Path | None, framework: str, exit_code: int | None) -> tuple[dict[str, Any], dict[str, str]]:
+def _triage_step(log: Path | None, framework: str, exit_code: int | None,
+                 cancelled: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
     from console.triage.scan import scan_paths
 
     if log is None:
         return {"verdict": "Incomplete", "framework": framework, "primary": None, "findings": [],
                 "progress": {"step": None, "total": None}}, {}
     engine = scan_paths([log], framework)
+    if cancelled:  # the console's own cancel: Cancelled, unless a cause was already in the log
+        engine.note_cancel("cancelled from the console (rl-console cancel)")
     res = engine.result(exit_code)
     ev = dict(engine.evidence)
     if engine.completed_line is not None:
@@ -161,7 +164,8 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
         code = _exit_code(run_dir, log, st)
         fw = framework if step.get("kind") in ("train", "metrics") else "unknown"
         res, evidence = _triage_step(log, fw if fw in ("nemo-rl", "verl", "demo") else "unknown",
-                                     code if status not in ("pending", "running") else None)
+                                     code if status not in ("pending", "running") else None,
+                                     cancelled=status == "cancelled")
         if name in hangs and res.get("primary") is None and status in ("failed", "cancelled"):
             cat = default_catalog()
             info = cat.classes["hang"]

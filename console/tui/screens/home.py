@@ -24,11 +24,17 @@ class HomeScreen(Screen[None]):
         Binding("l", "open_log", "Open log"),
         Binding("r", "report", "Report"),
         Binding("c", "cancel", "Cancel run"),
+        Binding("m", "mark_baseline", "Mark baseline", show=False),
+        Binding("C", "compare", "Compare", show=False),
     ]
     PALETTE = [
         ("Open selected run", "Monitor the highlighted run", "action_open_run"),
         ("Report of selected run", "The summary report, saved to report.md", "action_report"),
         ("Cancel selected run", "Stop the highlighted run and its whole process tree", "action_cancel"),
+        ("Mark run as baseline", "m: the highlighted run becomes the baseline of the next compare (C)",
+         "action_mark_baseline"),
+        ("Compare runs", "C: the marked baseline vs the highlighted run, or it vs the latest like it",
+         "action_compare"),
     ]
 
     def __init__(self) -> None:
@@ -130,3 +136,13 @@ class HomeScreen(Screen[None]):
         row = self._need_selected()
         if row is not None:
             confirm_cancel(self, row.path, row.id, row.live)
+
+    def action_mark_baseline(self) -> None:
+        from console.tui.screens.compare import mark_baseline
+
+        mark_baseline(self)
+
+    def action_compare(self) -> None:
+        from console.tui.screens.compare import compare_selected
+
+        compare_selected(self)

@@ -77,6 +77,7 @@ class MonitorScreen(Screen[None]):
         Binding("f", "rerun_fix", "Rerun w/ fix"),
         Binding("r", "report", "Report"),
         Binding("c", "cancel", "Cancel", show=False),
+        Binding("C", "compare", "Compare", show=False),
     ]
     PALETTE = [
         ("Rerun with fix", "Start a linked run with the primary finding's remedy", "action_rerun_fix"),
@@ -570,6 +571,11 @@ class MonitorScreen(Screen[None]):
             self._want_log = snap.log_path(idx)
         self.notify(f"log of step {idx + 1}/{count}" + (" (following)" if self.log_index is None else ""),
                     timeout=1.5)
+
+    def action_compare(self) -> None:
+        from console.tui.screens.compare import compare_selected
+
+        compare_selected(self, self.run_dir)
 
     def action_report(self) -> None:
         self.app.open_report(self.run_dir)  # type: ignore[attr-defined]

@@ -1,0 +1,39 @@
+"""``rl-console compare BASE CANDIDATE [--json] [--tolerance METRIC=REL[,ABS]] [--last-k K]``.
+
+Exit codes: 0 Same, 1 Changed, 3 Inconclusive, 2 bad input (as Pass/Fail/Blocked elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from console.compare import VERDICT_EXIT, compare_runs
+from console.compare.render import text
+from console.compare.tolerances import parse_tolerance
+from console.runs.store import RunStore
+from console.spec import default_runs_dir
+
+
+def add_compare_arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("baseline", metavar="BASE", help="baseline run: id, unique prefix, path or 'last'")
+    sp.add_argument("candidate", metavar="CANDIDATE", help="candidate run: id, unique prefix, path or 'last'")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--json", action="store_true", help="the whole comparison as JSON (for scripts)")
+    sp.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL[,ABS]",
+                    help="override a metric's tolerance (repeatable), e.g. reward=0.1,0.02")
+    sp.add_argument("--last-k", type=int, default=None, metavar="K",
+                    help="means over the last K common steps (default from compare.toml)")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    store = RunStore(Path(args.runs_dir or default_runs_dir()).expanduser())
+    tolerances = [parse_tolerance(t) for t in args.tolerance or []]
+    base, cand = store.resolve(args.baseline), store.resolve(args.candidate)
+    result = compare_runs(base, cand, tolerances, args.last_k)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        print(text(result), end="")
+    return VERDICT_EXIT[result["verdict"]]
