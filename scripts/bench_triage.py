@@ -154,7 +154,7 @@ def _summary(tool: str, out: str) -> str:
             return "no JSON"
         p = res.get("primary") or {}
         return f"{res['verdict']} {p.get('class')} line {p.get('line')} step {res['progress']['step']}"
-    return f"{int(out.strip() or 0):,} matching lines"
+    return f"{int(out.strip() or 0):,} lines with a literal"
 
 
 def main() -> int:
@@ -196,14 +196,17 @@ def main() -> int:
                 size = generate(log, size_mb * 1_000_000, mix)
                 gen_s = time.perf_counter() - t
                 mb = size / 1e6
+                with open(log, "rb") as fh:
+                    nlines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
                 tools: list[tuple[str, list[str]]] = [("grep -E -f", [grep, "-c", "-E", "-f", str(ere), str(log)])]
                 if rg:
                     tools.append(("rg -F -f", [rg, "-c", "-F", "-f", str(fixed), str(log)]))
                 tools.append(("rl-console triage", [sys.executable, "-m", "console", "triage", "--json", str(log)]))
                 results = {name: best(cmd, env, args.repeat) for name, cmd in tools}
                 g = results["grep -E -f"]
+                lit_pct = f"{100 * int(g.out.strip() or 0) / max(1, nlines):.0f}%"
                 for name, r in results.items():
-                    rows.append((f"{mb:,.0f}", mix, name, f"{r.wall:.2f}", f"{mb / r.wall:,.0f}", f"{r.cpu:.2f}",
+                    rows.append((f"{mb:,.0f}", mix, lit_pct, name, f"{r.wall:.2f}", f"{mb / r.wall:,.0f}", f"{r.cpu:.2f}",
                                  f"{r.wall / g.wall:.2f}", f"{r.cpu / g.cpu:.2f}" if g.cpu else "-",
                                  f"{r.rss_mb:,.0f}", _summary(name, r.out)))
                 print(f"  {mix} {mb:,.0f} MB generated in {gen_s:.1f} s, measured", flush=True)
@@ -215,7 +218,7 @@ def main() -> int:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()
-    head = ("MB", "mix", "tool", "wall s", "MB/s", "cpu s", "wall/grep", "cpu/grep", "peak RSS MB", "result")
+    head = ("MB", "mix", "literal lines", "tool", "wall s", "MB/s", "cpu s", "wall/grep", "cpu/grep", "peak RSS MB", "result")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print()
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))

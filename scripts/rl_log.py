@@ -4,8 +4,9 @@ A log shaped like a real NeMo-RL / verl run under Ray: ANSI-coloured Ray actor p
 Megatron logger lines (``[file.py:N]``), Ray's ``[repeated Nx across cluster]`` dedup lines, tqdm
 bars redrawn with ``\\r``, NeMo-RL step banners and result blocks, verl ``step:N - ...`` metric lines
 and ``Training Progress`` bars, Python warnings, and one failure (a CUDA OOM traceback by default)
-placed where the caller asks. About 44% of the lines hold one of the triage rules' literals (mostly
-logger ``.py:`` prefixes and progress/structure markers), like a real run's log.
+placed where the caller asks. About 44% of the lines hold one of the triage engine's literals (Ray's
+dedup suffix, progress and structure markers, metrics, rule literals such as the ``DTensorPolicyWorker``
+actor name), like a real run's log.
 
 Step bodies are generated once and reused so that a 1 GB file takes seconds, not minutes.
 """
@@ -21,6 +22,7 @@ RAY = ("\x1b[36m({actor} pid={pid}, ip=10.0.{ip}.{ip2})\x1b[0m ", "({actor} pid=
 # mostly Megatron-backed workers; a few DTensor ones (whose name is also a rule literal)
 ACTORS = ("VllmGenerationWorker", "MegatronPolicyWorker", "WorkerDict", "TaskRunner") * 3 + ("DTensorPolicyWorkerV2",)
 
+DEDUP = 0.42  # share of worker lines that Ray printed once for several workers ("[repeated 8x across cluster]")
 # (weight, template, ray-prefixed?) for the worker chatter of one training step.
 CHATTER: list[tuple[int, str, bool]] = [
     # vLLM / Megatron / Ray logger lines: "file.py:N" (the `.py:` structure literal)
@@ -109,6 +111,8 @@ def step_body(rnd: random.Random, lines: int) -> bytes:
         text = _fill(template, rnd)
         if prefixed:
             text = _fill(rnd.choice(RAY), rnd, actor=rnd.choice(ACTORS)) + text
+            if rnd.random() < DEDUP and "[repeated" not in text:  # Ray's log deduplication
+                text += f" [repeated {rnd.randint(2, 64)}x across cluster]"
         out.append(text)
     return ("\n".join(out) + "\n").encode()
 

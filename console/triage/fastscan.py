@@ -139,14 +139,18 @@ class LineGate:
     def hit_finder(self) -> tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str]:
         """(finder of hits in a raw chunk, the kind of each pattern index, the finder's name).
 
-        A kind is None when a hit makes its line a candidate for ``needs_feed``, else a keyed
-        rule-only literal: hits of those alone make the line a candidate only when ``batch_keys``
-        finds one of their rules' keys in it too.
+        A kind is True for a literal feed() acts on, None when a hit makes its line a candidate for
+        ``needs_feed``, else a keyed rule-only literal: hits of those alone make the line a candidate
+        only when ``batch_keys`` finds one of their rules' keys in it too.
         """
         pats = [x.encode() for x in self.chunk_literals()]
         find, name, allp = _hit_finder(pats, True)
         keyed = {lit.encode(): lit for lit in self._keyed} if self._key_ac is not None else {}
-        kinds = [keyed.get(p) for p in allp or ()]  # the literal when it is a keyed rule-only literal
+        sure = {lit.encode() for lit in self.roles["feed"]}
+        # True: a literal feed() acts on (the line goes straight to it); the literal when it is a keyed
+        # rule-only literal; None for anything else (an ANSI-split prefix, a guard word, an unkeyed rule
+        # literal: needs_feed decides)
+        kinds = [True if p in sure else keyed.get(p) for p in allp or ()]
         return find, kinds, name
 
     def chunk_literals(self) -> list[str]:
@@ -290,15 +294,16 @@ class FastFileScanner:
             self.fed += 1
             self.engine.feed(lineno, text)
 
-    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int]]:
-        """(start, end, number) of the lines of ``buf[:end]`` that need ``needs_feed``, in order."""
+    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool]]:
+        """(start, end, number, sure) of the lines of ``buf[:end]`` that may matter, in order; ``sure``:
+        it holds a literal feed() acts on (else ``needs_feed`` decides)."""
         hits = self.find(memoryview(buf)[:end] if end < len(buf) else buf)
         if buf.find(b"\x00", 0, end) >= 0:  # removing NULs can join a literal: those lines are candidates
             hits = sorted([*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))],
                           key=lambda h: h[1])
         kinds = self.kinds
-        out: list[tuple[int, int, int]] = []
-        keyed: list[tuple[int, int, int]] = []
+        out: list[tuple[int, int, int, bool]] = []
+        keyed: list[tuple[int, int, int, bool]] = []
         keyed_lits: list[list[str]] = []
         pos, lineno, i, nh = 0, self.lineno, 0, len(hits)
         while i < nh:
@@ -312,26 +317,30 @@ class FastFileScanner:
             else:
                 start = pos
             nl = buf.find(b"\n", hit, end)
-            lits: list[str] | None = []
+            lits: list[str] = []
+            sure = maybe = False
             while i < nh:
                 idx, h, _ = hits[i]
                 if h >= nl:
                     break
-                lit = kinds[idx] if idx >= 0 else None
-                if lit is None:
-                    lits = None
-                    break
-                lits.append(lit)
                 i += 1
-            if lits is None:
-                out.append((start, nl, lineno))
+                kind = kinds[idx] if idx >= 0 else None
+                if kind is True:
+                    sure = True
+                    break
+                if kind is None:
+                    maybe = True
+                else:
+                    lits.append(kind)
+            if sure or maybe:
+                out.append((start, nl, lineno, sure))
             else:
-                keyed.append((start, nl, lineno))
+                keyed.append((start, nl, lineno, False))
                 keyed_lits.append(lits)
             pos, lineno = nl + 1, lineno + 1
         if keyed:
             cap = LINE_CAP
-            found = self.gate.batch_keys([buf[s:s + cap] if e - s > cap else buf[s:e] for s, e, _ in keyed],
+            found = self.gate.batch_keys([buf[s:s + cap] if e - s > cap else buf[s:e] for s, e, _, _ in keyed],
                                          keyed_lits)
             if found:
                 out = sorted(out + [keyed[j] for j in found])
@@ -360,9 +369,14 @@ class FastFileScanner:
                 ci += 1
             if ci >= nc:
                 break
-            start, nl, lineno = lines[ci]
+            start, nl, lineno, sure = lines[ci]
             ci += 1
-            self._candidate(lineno, buf[start:start + LINE_CAP] if nl - start > LINE_CAP else buf[start:nl])
+            raw = buf[start:start + LINE_CAP] if nl - start > LINE_CAP else buf[start:nl]
+            if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
+                self.fed += 1
+                engine.feed(lineno, line_text(raw))
+            else:
+                self._candidate(lineno, raw)
             busy = engine.wants_more
             pos, lineno = nl + 1, lineno + 1
         self.lineno = first + buf.count(b"\n", 0, end)

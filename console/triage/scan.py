@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from console.errors import ConsoleError
-from console.triage.engine import STRUCTURE_LITERALS, TriageEngine
+from console.triage.engine import TriageEngine
 from console.triage.fastscan import CHUNK, LINE_CAP, Finder, LineGate, line_text, make_finder, scan_file
 from console.triage.rules import Catalog, default_catalog
 
@@ -23,9 +23,8 @@ __all__ = ["CHUNK", "LINE_CAP", "Finder", "detect_framework", "feed_every_line",
 
 
 def prefilter_literals(cat: Catalog | None = None) -> list[str]:
-    """Every literal of the rules and markers plus the traceback/exception structure literals."""
-    cat = cat or default_catalog()
-    return sorted(set(cat.literals()) | set(STRUCTURE_LITERALS))
+    """Every literal the engine looks for (rules, markers, traceback/exception structure, repeat counts)."""
+    return sorted(TriageEngine("unknown", catalog=cat or default_catalog()).literals)
 
 
 def detect_framework(head: bytes, cat: Catalog) -> str:
