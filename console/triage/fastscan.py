@@ -1,21 +1,27 @@
 """Feed the triage engine only the lines that can change its state: live and post-mortem.
 
-``TriageEngine.feed`` is the reference: every line goes through it in the line-by-line path. Most
-lines of an RL log cannot change anything in it: no literal at all, only an *inert* one (a logger's
-``file.py:123`` prefix, Ray's ``[repeated 3x across cluster]``), or only a rule literal whose rules'
-regexes cannot match the line (a ``DTensorPolicyWorker`` actor prefix, ``429`` inside a number).
+``TriageEngine.feed`` is the reference: the line-by-line path puts every line through it. Most lines
+of an RL log cannot change anything in it: no literal at all, only an *inert* one (Ray's
+``[repeated 3x across cluster]``), or only rule literals whose rules' regexes cannot match the line
+(a ``DTensorPolicyWorker`` actor prefix, ``429`` inside a number, ``venv`` in a path).
 ``LineGate`` tells those apart exactly, from ``TriageEngine.literal_roles`` and the literal factors
-of each rule's regex (``console/triage/regexfactors.py``); every other line (markers, traceback
-structure, exception lines, metrics, a rule that may match) still goes through ``feed``, and so do
-all lines while a traceback is open or the framework is still being detected. The engine ends in
-the same state as if it had been fed every line, so live findings and post-mortem triage JSON are
-the same.
+and keys of each rule's regex (``console/triage/regexfactors.py``); every other line (markers,
+traceback structure, exception lines, metrics, a rule that may match) still goes through ``feed``,
+and so does every line while the framework is still being detected, and, while a traceback is
+open, every line of its process prefix or with a guard word. The engine ends in the same state as if
+it had been fed every line, so live findings and post-mortem triage JSON are the same
+(``tests/test_triage_fastpath.py`` checks it).
 
 ``GatedFeed`` is the live path (the supervisor, one line at a time). ``FastFileScanner`` is the
-post-mortem path: one Aho-Corasick pass per 16 MiB chunk of raw bytes finds the candidate lines;
-only those are sliced, decoded and cleaned. Cleaning can *create* a literal (an ANSI colour code or
-a NUL byte inside it: ``\\x1b[35mValueError\\x1b[0m:``), so the automaton also looks for every
-proper prefix of a literal followed by ESC, and every line with a NUL byte is a candidate.
+post-mortem path. Per 16 MiB chunk of raw bytes (read, not mapped: memory stays bounded):
+1. one Aho-Corasick pass finds the literals feed() acts on, guard words, and rule-only literals;
+2. lines holding only rule-only literals go through one more automaton pass together (``batch_keys``:
+   the rules' keys, on the lowercased lines stripped of ANSI codes); the few with a key are kept;
+3. only the kept lines are sliced, decoded and cleaned; a line with a literal feed() acts on goes
+   straight to it, the others through ``LineGate.needs_feed`` first.
+Cleaning can *create* a literal (an ANSI colour code or a NUL byte inside it:
+``\x1b[35mValueError\x1b[0m:``), so the first automaton also looks for every proper prefix of a
+literal followed by ESC, and every line with a NUL byte is a candidate.
 """
 
 from __future__ import annotations
