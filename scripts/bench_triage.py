@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
-"""Benchmark: post-mortem triage of a large realistic log vs `grep -c -E -f <rule literals>`.
+"""Benchmark: `rl-console triage` on big logs vs `grep -E -f` and ripgrep on the rules' literals.
 
-Generates a realistic NeMo-RL / verl log (Ray actor prefixes, ANSI colours, tqdm `\\r` redraws,
-step banners, metrics lines, vLLM INFO lines, shutdown warnings, one CUDA OOM traceback near the
-end) in a temporary folder, measures `console.triage.scan.triage_files` and
-`LC_ALL=C grep -c -E -f LITERALS` on the same file in the same run, prints a table, deletes the file.
+Three mixes of lines, each generated in a temporary folder, measured, then deleted:
+- ``quiet``: a NeMo-RL / verl log where about 1% of the lines hold a rule/marker literal;
+- ``error-dense``: the same with 16% such lines (warnings, retries, noise tracebacks);
+- ``rl``: an RL-shaped log (``scripts/rl_log.py``): Ray-prefixed ANSI worker lines, tqdm ``\\r`` bars,
+  NeMo-RL step banners, verl ``step:N - ...`` lines, one CUDA OOM near the end; about 44% of its
+  lines hold a literal (logger ``.py:`` prefixes, progress and structure markers).
 
-Usage: python scripts/bench_triage.py [--size-mb 1024] [--repeat 2] [--keep]
+For each size and mix, one run of each tool on the same file (best of ``--repeat``):
+``LC_ALL=C grep -c -E -f LITERALS``, ``rg -c -F -f LITERALS`` and ``python -m console triage --json``,
+each in its own process (wall time, CPU time and peak RSS from ``os.wait4``). Ratios are ours / grep.
+The load average is printed: on a shared machine, compare CPU seconds rather than wall seconds.
+
+Usage: python scripts/bench_triage.py [--sizes 300,1024] [--mixes quiet,error-dense,rl] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -20,12 +27,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from rl_log import write_rl_log  # noqa: E402
 
 from console.triage.rules import default_catalog  # noqa: E402
-from console.triage.scan import make_finder, prefilter_literals, triage_files  # noqa: E402
+from console.triage.scan import prefilter_literals  # noqa: E402
 
 # Lines a run prints all the time (worker chatter, phases, timings, vLLM stats, progress redraws).
 COMMON = [
@@ -63,12 +75,12 @@ PER_STEP = [
     "/usr/lib/python3.12/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There appear "
     "to be 1 leaked semaphore objects to clean up at shutdown",
 ]
-PER_STEP_RATE = 0.01  # about one such line per hundred lines: a noisy run
 FAILURE = """Traceback (most recent call last):
   File "/opt/nemo-rl/nemo_rl/algorithms/grpo.py", line 1201, in grpo_train
     train_results = policy.train(train_data, loss_fn)
 (MegatronPolicyWorker pid=35477) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
 """
+MIXES = {"quiet": 0.01, "error-dense": 0.16, "rl": None}
 
 
 def _fill(template: str, rnd: random.Random) -> str:
@@ -77,7 +89,7 @@ def _fill(template: str, rnd: random.Random) -> str:
                            n=rnd.randint(1, 99), mm=f"{rnd.randint(0, 59):02d}", dd=f"{rnd.randint(0, 59):02d}")
 
 
-def make_block(rnd: random.Random, size: int, rate: float = PER_STEP_RATE) -> bytes:
+def make_block(rnd: random.Random, size: int, rate: float) -> bytes:
     lines: list[str] = []
     total = 0
     while total < size:
@@ -88,13 +100,15 @@ def make_block(rnd: random.Random, size: int, rate: float = PER_STEP_RATE) -> by
     return ("\n".join(lines) + "\n").encode()
 
 
-def generate(path: Path, size_mb: int, seed: int = 1, rate: float = PER_STEP_RATE) -> int:
+def generate(path: Path, size: int, mix: str, seed: int = 1) -> int:
+    rate = MIXES[mix]
+    if rate is None:
+        return write_rl_log(path, size, seed=seed)
     rnd = random.Random(seed)
     blocks = [make_block(rnd, 1 << 20, rate) for _ in range(48)]
-    target = size_mb << 20
     written = 0
     with open(path, "wb", buffering=1 << 22) as fh:
-        while written < target:
+        while written < size:
             b = blocks[rnd.randrange(len(blocks))]
             fh.write(b)
             written += len(b)
@@ -107,64 +121,112 @@ def ere_escape(lit: str) -> str:
     return re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", lit)
 
 
-def best_of(n: int, fn) -> tuple[float, object]:  # noqa: ANN001
-    best, out = float("inf"), None
-    for _ in range(n):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+@dataclass
+class Run:
+    wall: float
+    cpu: float
+    rss_mb: float
+    out: str
+
+
+def run_once(cmd: list[str], env: dict[str, str]) -> Run:
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    out = proc.stdout.read() if proc.stdout else b""  # type: ignore[union-attr]
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Run(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.decode(errors="replace"))
+
+
+def best(cmd: list[str], env: dict[str, str], repeat: int) -> Run:
+    runs = [run_once(cmd, env) for _ in range(repeat)]
+    return min(runs, key=lambda r: r.wall)
+
+
+def _summary(tool: str, out: str) -> str:
+    if tool == "rl-console triage":
+        import json
+
+        try:
+            res = json.loads(out)
+        except ValueError:
+            return "no JSON"
+        p = res.get("primary") or {}
+        return f"{res['verdict']} {p.get('class')} line {p.get('line')} step {res['progress']['step']}"
+    return f"{int(out.strip() or 0):,} lines with a literal"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--size-mb", type=int, default=1024)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--keep", action="store_true", help="keep the generated log (prints its path)")
-    ap.add_argument("--per-step-rate", type=float, default=PER_STEP_RATE,
-                    help="share of lines holding a rule/marker literal (default %(default)s)")
+    ap.add_argument("--sizes", default="300,1024", help="log sizes in MB, comma-separated (default %(default)s)")
+    ap.add_argument("--mixes", default=",".join(MIXES), help="mixes to run (default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per tool, the fastest is kept")
+    ap.add_argument("--keep", action="store_true", help="keep the generated logs (prints their paths)")
     args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    mixes = [m.strip() for m in args.mixes.split(",") if m.strip()]
+    bad = [m for m in mixes if m not in MIXES]
+    if bad:
+        print(f"bench_triage: unknown mix {bad}; choose from {list(MIXES)}", file=sys.stderr)
+        return 2
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_triage_"))
+    lits = prefilter_literals(default_catalog())
+    ere = tmp / "literals.ere"
+    ere.write_text("\n".join(ere_escape(x) for x in lits) + "\n")
+    fixed = tmp / "literals.txt"
+    fixed.write_text("\n".join(lits) + "\n")
+    env = dict(os.environ, LC_ALL="C", PYTHONPATH=str(ROOT))
+    grep = shutil.which("grep") or "grep"
+    rg = shutil.which("rg")
+    rows: list[tuple[str, ...]] = []
+    load0 = os.getloadavg()
+    print(f"{len(lits)} literals; load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} CPUs",
+          flush=True)
     try:
-        log = tmp / "big.log"
-        t = time.perf_counter()
-        size = generate(log, args.size_mb, rate=args.per_step_rate)
-        gen_s = time.perf_counter() - t
-        lits = prefilter_literals(default_catalog())
-        lit_file = tmp / "literals.txt"
-        lit_file.write_text("\n".join(ere_escape(x) for x in lits) + "\n")
-        mb = size / 1e6
-
-        env = dict(os.environ, LC_ALL="C")
-        grep = shutil.which("grep") or "grep"
-        grep_s, proc = best_of(args.repeat, lambda: subprocess.run(
-            [grep, "-c", "-E", "-f", str(lit_file), str(log)], capture_output=True, text=True, env=env))
-        grep_hits = int(proc.stdout.strip() or 0)  # type: ignore[union-attr]
-
-        tri_s, res = best_of(args.repeat, lambda: triage_files([log]))
-        _, kind = make_finder(lits)
-        primary = (res or {}).get("primary") or {}  # type: ignore[union-attr]
-
-        rows = [
-            ("log size", f"{mb:,.0f} MB", f"generated in {gen_s:.1f} s, literal-line rate {args.per_step_rate}"),
-            ("rule literals", str(len(lits)), f"prefilter: {kind}"),
-            ("grep -c -E -f", f"{grep_s:.2f} s", f"{mb / grep_s:,.0f} MB/s, {grep_hits:,} matching lines"),
-            ("rl-console triage", f"{tri_s:.2f} s", f"{mb / tri_s:,.0f} MB/s"),
-            ("ratio triage/grep", f"{grep_s / tri_s:.2f}", "target >= 0.33"),
-            ("verdict", str(res["verdict"]), f"primary {primary.get('class')} at line {primary.get('line')}"),  # type: ignore[index]
-        ]
-        w0 = max(len(r[0]) for r in rows)
-        w1 = max(len(r[1]) for r in rows)
-        print(f"{'measure':<{w0}}  {'value':>{w1}}  note")
-        print(f"{'-' * w0}  {'-' * w1}  {'-' * 40}")
-        for a, b, c in rows:
-            print(f"{a:<{w0}}  {b:>{w1}}  {c}")
-        if args.keep:
-            print(f"kept: {log}")
+        for size_mb in sizes:
+            free = shutil.disk_usage(tmp).free
+            if free < 3 * (size_mb << 20):
+                print(f"skipping {size_mb} MB: only {free >> 20} MB free in {tmp}", file=sys.stderr)
+                continue
+            for mix in mixes:
+                log = tmp / f"{mix}-{size_mb}.log"
+                t = time.perf_counter()
+                size = generate(log, size_mb * 1_000_000, mix)
+                gen_s = time.perf_counter() - t
+                mb = size / 1e6
+                with open(log, "rb") as fh:
+                    nlines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
+                tools: list[tuple[str, list[str]]] = [("grep -E -f", [grep, "-c", "-E", "-f", str(ere), str(log)])]
+                if rg:
+                    tools.append(("rg -F -f", [rg, "-c", "-F", "-f", str(fixed), str(log)]))
+                tools.append(("rl-console triage", [sys.executable, "-m", "console", "triage", "--json", str(log)]))
+                results = {name: best(cmd, env, args.repeat) for name, cmd in tools}
+                g = results["grep -E -f"]
+                lit_pct = f"{100 * int(g.out.strip() or 0) / max(1, nlines):.0f}%"
+                for name, r in results.items():
+                    rows.append((f"{mb:,.0f}", mix, lit_pct, name, f"{r.wall:.2f}", f"{mb / r.wall:,.0f}", f"{r.cpu:.2f}",
+                                 f"{r.wall / g.wall:.2f}", f"{r.cpu / g.cpu:.2f}" if g.cpu else "-",
+                                 f"{r.rss_mb:,.0f}", _summary(name, r.out)))
+                print(f"  {mix} {mb:,.0f} MB generated in {gen_s:.1f} s, measured", flush=True)
+                if args.keep:
+                    print(f"  kept: {log}")
+                else:
+                    log.unlink()
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
+    load1 = os.getloadavg()
+    head = ("MB", "mix", "literal lines", "tool", "wall s", "MB/s", "cpu s", "wall/grep", "cpu/grep", "peak RSS MB", "result")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    print()
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(f"\nload average at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; targets: triage/grep <= 3.0 "
+          "for every mix, peak RSS <= 200 MB at 1 GB")
     return 0
 
 

@@ -47,8 +47,38 @@ def _inside(path: Path, run_dir: Path) -> bool:
         return False
 
 
-def _fresh(path: Path, since: float | None) -> bool:
-    """Written by this step: modified after it started (an older file is another run's)."""
+def _fingerprint(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def evidence_snapshot(run_dir: Path, step: dict[str, Any]) -> dict[str, list[int]]:
+    """Fingerprints (inode, size, mtime) of the evidence files that exist before the step starts:
+    a file that still has its fingerprint when the step ends is an earlier run's, whatever the
+    file system's timestamp granularity."""
+    run_dir = Path(run_dir)
+    snap: dict[str, list[int]] = {}
+    mj = _resolve(step.get("metrics_json"), step, run_dir)
+    if mj is not None and (fp := _fingerprint(mj)) is not None:
+        snap[str(mj)] = fp
+    tb = _resolve(step.get("tb_dir"), step, run_dir)
+    if tb is not None and tb.is_dir():
+        with contextlib.suppress(OSError):
+            for src in tb.rglob("events.out.tfevents*"):
+                if (fp := _fingerprint(src)) is not None:
+                    snap[str(src)] = fp
+    return snap
+
+
+def _fresh(path: Path, since: float | None, before: dict[str, list[int]] | None = None) -> bool:
+    """Written by this step. With ``before`` (the fingerprints taken as it started): new or changed
+    since then. Without it (an old state.json): modified after the step started."""
+    if before is not None:
+        fp = _fingerprint(path)
+        return fp is not None and before.get(str(path)) != fp
     if since is None:
         return True
     try:
@@ -57,7 +87,8 @@ def _fresh(path: Path, since: float | None) -> bool:
         return False
 
 
-def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: float | None = None) -> list[str]:
+def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: float | None = None,
+                     before: dict[str, list[int]] | None = None) -> list[str]:
     """Copy the step's metrics.json and TB event files into the run folder; return the copies
     (relative to the run folder). Files already inside the run folder stay where they are; with
     ``since`` (the step's start time) files older than the step (an earlier run's) are left out."""
@@ -65,7 +96,7 @@ def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: flo
     dest = run_dir / EVIDENCE_DIR / f"{index + 1:02d}-{step.get('name', 'step')}"
     copied: list[str] = []
     mj = _resolve(step.get("metrics_json"), step, run_dir)
-    if mj is not None and mj.is_file() and not _inside(mj, run_dir) and _fresh(mj, since):
+    if mj is not None and mj.is_file() and not _inside(mj, run_dir) and _fresh(mj, since, before):
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy2(mj, dest / "metrics.json")
         shutil.copy2(mj, run_dir / ".metrics.json.tmp")
@@ -81,7 +112,7 @@ def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: flo
                 continue
             if total + size > MAX_TB_BYTES:
                 break
-            if not _fresh(src, since):
+            if not _fresh(src, since, before):
                 continue
             target = dest / "tb" / src.relative_to(tb)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
 from console.runs.sampling import SamplerThread
 from console.triage.engine import TriageEngine
+from console.triage.fastscan import GatedFeed
 from console.triage.verdict import run_verdict
 
 SAMPLE_EVERY_S = 1.0
@@ -91,6 +92,8 @@ class StepMonitor:
         self.tailer = self.fence["tail"].call(lambda: Tailer(log, emit_partial=False))
         self.parser = self.fence["parser"].call(make_parser, framework)
         self.engine = self.fence["triage"].call(TriageEngine, framework)
+        # lines that cannot change the engine skip it (console/triage/fastscan.py): same findings, less CPU
+        self.triage = self.fence["triage"].call(GatedFeed, self.engine) if self.engine is not None else None
 
     def poll(self) -> int:
         if self.tailer is None:
@@ -107,8 +110,8 @@ class StepMonitor:
                         self.bus.publish(ev)
                     if ev.type in self.stall.PROGRESS_TYPES:
                         self.stall.activity()
-            if self.engine is not None:
-                for finding in self.fence["triage"].call(self.engine.feed, line.lineno, line.text) or []:
+            if self.triage is not None:
+                for finding in self.fence["triage"].call(self.triage.feed, line.lineno, line.text) or []:
                     data = dict(finding)
                     data.setdefault("line", line.lineno)
                     if loud:
@@ -139,8 +142,8 @@ class StepMonitor:
                 for ev in self.fence["parser"].call(self.parser.feed, tail) or []:
                     ev.step = self.name
                     self.bus.publish(ev)
-            if self.engine is not None:
-                for finding in self.fence["triage"].call(self.engine.feed, lineno, tail) or []:
+            if self.triage is not None:
+                for finding in self.fence["triage"].call(self.triage.feed, lineno, tail) or []:
                     self.bus.publish(Event("finding", self.name, {"line": lineno, **dict(finding)}))
         result = None
         if self.engine is not None:

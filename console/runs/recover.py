@@ -79,7 +79,8 @@ def settle_lost_run(run_dir: Path) -> bool:
             if step["status"] in ("passed", "failed") and "evidence" not in step and step.get("started") \
                     and i < len(plan_steps):
                 with contextlib.suppress(Exception):
-                    step["evidence"] = collect_evidence(run_dir, i, plan_steps[i], since=step.get("started"))
+                    step["evidence"] = collect_evidence(run_dir, i, plan_steps[i], since=step.get("started"),
+                                                        before=step.get("evidence_before"))
         s.update(status="failed", verdict="Incomplete", ended=now, error=LOST_REASON)
         settled = True
 

@@ -31,6 +31,7 @@ from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, 
 from console.runs.finalize import (
     collect_evidence,
     disk_nearly_full,
+    evidence_snapshot,
     free_reserve,
     make_reserve,
     no_space_primary,
@@ -150,6 +151,11 @@ class Supervisor:
         log.parent.mkdir(parents=True, exist_ok=True)
         exit_file = log.with_suffix(".exit")
         started_at = time.time()
+        before: dict[str, list[int]] | None = None
+        with contextlib.suppress(OSError):
+            before = evidence_snapshot(self.run_dir, step)
+            snap = before
+            update_state(self.run_dir, lambda s: s["steps"][index].update(evidence_before=snap))
         proc = self._spawn(index, step, log, exit_file)
         if proc is None and not exit_file.exists():
             return None
@@ -185,7 +191,7 @@ class Supervisor:
             result = self.pipeline.end_step(code)
         evidence: list[str] = []
         try:
-            evidence = collect_evidence(self.run_dir, index, step, since=started_at)
+            evidence = collect_evidence(self.run_dir, index, step, since=started_at, before=before)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 self.no_space = f"copying the evidence of step {name}: {exc}"

@@ -63,6 +63,10 @@ ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
 _ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
 _METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
+# Words a line must hold for the exception-line regex (_EXC_RE) or the pytest frame form of _FRAME_RE to match:
+# with the literals, what line-skipping scanners look for (see TriageEngine.literal_roles).
+EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure")
+PYTEST_FRAME_LITERAL = ": in "
 
 
 def _line_automaton(literals: list[str]) -> Any:
@@ -155,6 +159,7 @@ class TriageEngine:
         for i, m in enumerate(self.cat.markers):
             for lit in m.literals:
                 self._markers_by_lit.setdefault(lit, []).append(i)
+        self.literals = literals  # every literal feed() looks for (see literal_roles)
         self._line_ac = _line_automaton(literals)
         self._findings: dict[tuple[str, str], Finding] = {}
         self._order: list[Finding] = []
@@ -309,6 +314,52 @@ class TriageEngine:
                     f.rule = f"{f.rule}+context:{m.tag}"
                     f.lines = sorted({*f.lines, *(c for c in near if abs(f.line - c) <= CONTEXT_WINDOW)})
                     f.advice = f.remedy = None
+
+    # ------------------------------------------------------------------ line-skipping scanners
+    # console/triage/fastscan.py feeds only the lines that can change this engine's state. It relies on
+    # literal_roles(): keep it true when feed() starts to use a literal (or a regex) differently.
+
+    def literal_roles(self) -> dict[str, frozenset[str]]:
+        """What each literal of ``self.literals`` can do on a line (not inside an open traceback):
+
+        - ``inert``: nothing on its own ("[repeated" only carries a repeat count);
+        - ``rule``: selects rules and nothing else: such a line matters only when one of those rules'
+          regexes matches it;
+        - ``feed``: anything else (markers, traceback structure, imports, metrics): feed the line;
+        - ``guards``: not literals of feed(): words without which the exception-line and pytest-frame
+          regexes cannot match; a line holding one of them and any literal must be fed.
+        """
+        rule_lits = {lit for r in self.cat.rules for lit in r.literals}
+        marker_lits = {lit for m in self.cat.markers for lit in m.literals}
+        inert = {".py:", "[repeated"} - rule_lits - marker_lits
+        rule_only = rule_lits - marker_lits - set(STRUCTURE_LITERALS) - inert
+        feed = set(self.literals) - inert - rule_only
+        return {"inert": frozenset(inert), "rule": frozenset(rule_only), "feed": frozenset(feed),
+                "guards": frozenset((*EXCEPTION_WORDS, PYTEST_FRAME_LITERAL))}
+
+    def open_prefixes(self) -> set[str]:
+        """The process prefixes with an open traceback (or one about to open): while there are some,
+        feed() looks at every line, but a line of another prefix with no literal and no guard word
+        (literal_roles) changes nothing."""
+        return {*self._tbs, *self._chain_pending, *self._noise_pending}
+
+    def line_prefix(self, text: str) -> str:
+        """The process prefix feed() reads from a cleaned line."""
+        if "[repeated" in text:
+            m = _REPEATED_RE.search(text)
+            if m:
+                text = text[: m.start()]
+        return split_prefix(text)[0]
+
+    def detects_at(self, lineno: int) -> bool:
+        """feed() still reads framework evidence from every line (literal or not) at ``lineno``."""
+        return self._detect and lineno <= DETECT_LINES
+
+    def skip_to(self, lineno: int) -> None:
+        """Lines up to ``lineno`` were read and skipped: what feed() does with lines that cannot matter."""
+        self.last_line = max(self.last_line, lineno)
+        if self._detect and lineno > DETECT_LINES:
+            self._detect = False
 
     # ------------------------------------------------------------------ internals
 

@@ -1,105 +1,41 @@
-"""Fast post-mortem triage of whole log files.
+"""Post-mortem triage of whole log files.
 
-Whole chunks are prefiltered with one combined search for every rule/marker literal (Aho-Corasick
-through ``ahocorasick_rs`` when installed, else one combined regex); only the lines that contain a
-literal, plus the lines inside an open traceback, reach the per-line engine. Lines are numbered by
-counting newlines between hits, so the engine sees the same numbers as a line-by-line feed.
+``scan_paths`` feeds the engine through ``console.triage.fastscan`` (one Aho-Corasick pass per chunk
+of raw bytes, only the lines that can change the engine decoded, cleaned and fed), which ends in
+the same engine state as feeding every line (``every_line=True``, the line-by-line reference the
+differential test compares against). Lines are numbered like a line-by-line feed: physical lines,
+1-based per file; a giant line is classified on its first 64 KiB.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from console.errors import ConsoleError
-from console.monitor.text import clean_line
-from console.triage.engine import STRUCTURE_LITERALS, TriageEngine
+from console.triage.engine import TriageEngine
+from console.triage.fastscan import CHUNK, LINE_CAP, Finder, LineGate, line_text, make_finder, scan_file
 from console.triage.rules import Catalog, default_catalog
 
-CHUNK = 8 << 20
-LINE_CAP = 64 << 10  # a giant line is classified on its first 64 KiB
-DETECT_BYTES = 4 << 20
-
-Finder = Callable[[bytes], list[int]]
+__all__ = ["CHUNK", "LINE_CAP", "Finder", "detect_framework", "feed_every_line", "make_finder",
+           "prefilter_literals", "scan_paths", "triage_files"]
 
 
 def prefilter_literals(cat: Catalog | None = None) -> list[str]:
-    cat = cat or default_catalog()
-    return sorted(set(cat.literals()) | set(STRUCTURE_LITERALS))
-
-
-def make_finder(literals: Iterable[str]) -> tuple[Finder, str]:
-    """A function giving the start offsets of literal hits in a bytes chunk, and its name."""
-    pats = [lit.encode() for lit in literals]
-    try:
-        import ahocorasick_rs  # optional accelerator (Rust Aho-Corasick)
-
-        ac = ahocorasick_rs.BytesAhoCorasick(pats)
-
-        def find_ac(chunk: bytes) -> list[int]:
-            return [start for _, start, _ in ac.find_matches_as_indexes(chunk)]
-
-        return find_ac, "aho-corasick"
-    except ImportError:
-        rx = re.compile(b"|".join(re.escape(p) for p in sorted(pats, key=len, reverse=True)))
-
-        def find_re(chunk: bytes) -> list[int]:
-            return [m.start() for m in rx.finditer(chunk)]
-
-        return find_re, "regex"
-
-
-class _FileScanner:
-    def __init__(self, engine: TriageEngine, finder: Finder) -> None:
-        self.engine = engine
-        self.finder = finder
-        self.lineno = 1  # number of the line starting at the current chunk's offset 0
-
-    def _feed(self, raw: bytes) -> None:
-        if len(raw) > LINE_CAP:
-            raw = raw[:LINE_CAP]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        self.engine.feed(self.lineno, clean_line(raw))
-
-    def chunk(self, buf: bytes) -> None:
-        """Process ``buf``, which ends at a line boundary (or is a piece of a giant line)."""
-        hits = self.finder(buf)
-        pos = 0  # start of the next unprocessed line
-        n = len(buf)
-        hit_i = 0
-        engine = self.engine
-        while pos < n:
-            if not engine.wants_more:
-                # jump to the next line holding a hit
-                while hit_i < len(hits) and hits[hit_i] < pos:
-                    hit_i += 1
-                if hit_i >= len(hits):
-                    self.lineno += buf.count(b"\n", pos, n)
-                    return
-                start = buf.rfind(b"\n", pos, hits[hit_i]) + 1
-                if start > pos:
-                    self.lineno += buf.count(b"\n", pos, start)
-                    pos = max(pos, start)
-            end = buf.find(b"\n", pos)
-            if end < 0:
-                self._feed(buf[pos:])
-                return
-            self._feed(buf[pos:end])
-            self.lineno += 1
-            pos = end + 1
+    """Every literal the engine looks for (rules, markers, traceback/exception structure, repeat counts)."""
+    return sorted(TriageEngine("unknown", catalog=cat or default_catalog()).literals)
 
 
 def detect_framework(head: bytes, cat: Catalog) -> str:
+    """The framework whose evidence literals occur in ``head`` (demo first), else "unknown"."""
     for fw in ("demo", "verl", "nemo-rl"):
         if any(lit.encode() in head for lit in cat.frameworks.get(fw, ())):
             return fw
     return "unknown"
 
 
-def _open(path: Path):  # noqa: ANN202
+def _open(path: Path) -> IO[bytes]:
     try:
         fh = open(path, "rb")  # noqa: SIM115
     except IsADirectoryError:
@@ -109,34 +45,29 @@ def _open(path: Path):  # noqa: ANN202
     return fh
 
 
-def scan_file(engine: TriageEngine, path: Path, finder: Finder) -> None:
-    scanner = _FileScanner(engine, finder)
-    with _open(path) as fh:
-        carry = b""
-        while True:
-            try:
-                data = fh.read(CHUNK)
-            except OSError as exc:
-                raise ConsoleError(f"{path}: read error: {exc.strerror or exc}") from None
-            if not data:
-                break
-            buf = carry + data if carry else data
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                if len(buf) >= CHUNK:  # a giant line: classify this piece, do not accumulate
-                    scanner.chunk(buf)
-                    carry = b""
-                else:
-                    carry = buf
-                continue
-            scanner.chunk(buf[: cut + 1])
-            carry = buf[cut + 1:]
-        if carry:
-            scanner.chunk(carry)
+def feed_every_line(engine: TriageEngine, fh: IO[bytes], chunk_size: int = CHUNK) -> int:
+    """The line-by-line reference: every physical line through ``engine.feed``. Returns the line count."""
+    lineno = 0
+    carry = b""
+    while True:
+        data = fh.read(chunk_size)
+        if not data:
+            break
+        lines = (carry + data).split(b"\n")
+        carry = lines.pop()
+        for raw in lines:
+            lineno += 1
+            engine.feed(lineno, line_text(raw))
+        if len(carry) > 2 * LINE_CAP:  # a giant line: only its head is ever read
+            carry = carry[: 2 * LINE_CAP]
+    if carry:
+        lineno += 1
+        engine.feed(lineno, line_text(carry))
+    return lineno
 
 
 def scan_paths(paths: Iterable[str | Path], framework: str | None = None,
-               catalog: Catalog | None = None) -> TriageEngine:
+               catalog: Catalog | None = None, every_line: bool = False) -> TriageEngine:
     """Feed one or more logs (in order) through a fresh engine and return it.
 
     Raises ``ConsoleError`` (exit 2) with one clear line for a missing or unreadable file.
@@ -146,22 +77,23 @@ def scan_paths(paths: Iterable[str | Path], framework: str | None = None,
     for p in paths:  # check them all before reading any
         _open(p).close()
     engine = TriageEngine(framework or "unknown", catalog=cat)
-    if engine.framework == "unknown":
-        for p in paths:
-            with _open(p) as fh:
-                fw = detect_framework(fh.read(DETECT_BYTES), cat)
-            if fw != "unknown":
-                engine.set_framework(fw)
-                break
-    finder, _ = make_finder(prefilter_literals(cat))  # framework evidence was read from the head above
+    gate = None if every_line else LineGate(engine)
+    finder = None if gate is None else gate.hit_finder()
     for p in paths:
         engine.source = str(p) if len(paths) > 1 else None
-        scan_file(engine, p, finder)
+        with _open(p) as fh:
+            try:
+                if gate is None:
+                    feed_every_line(engine, fh)
+                else:
+                    scan_file(engine, fh, gate, finder)
+            except OSError as exc:
+                raise ConsoleError(f"{p}: read error: {exc.strerror or exc}") from None
     return engine
 
 
 def triage_files(paths: Iterable[str | Path], framework: str | None = None,
-                 exit_code: int | None = None, catalog: Catalog | None = None) -> dict[str, Any]:
+                 exit_code: int | None = None, catalog: Catalog | None = None,
+                 every_line: bool = False) -> dict[str, Any]:
     """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md."""
-    return scan_paths(paths, framework, catalog).result(exit_code)
-
+    return scan_paths(paths, framework, catalog, every_line).result(exit_code)

@@ -1,0 +1,429 @@
+"""Feed the triage engine only the lines that can change its state: live and post-mortem.
+
+``TriageEngine.feed`` is the reference: the line-by-line path puts every line through it. Most lines
+of an RL log cannot change anything in it: no literal at all, only an *inert* one (Ray's
+``[repeated 3x across cluster]``), or only rule literals whose rules' regexes cannot match the line
+(a ``DTensorPolicyWorker`` actor prefix, ``429`` inside a number, ``venv`` in a path).
+``LineGate`` tells those apart exactly, from ``TriageEngine.literal_roles`` and the literal factors
+and keys of each rule's regex (``console/triage/regexfactors.py``); every other line (markers,
+traceback structure, exception lines, metrics, a rule that may match) still goes through ``feed``,
+and so does every line while the framework is still being detected, and, while a traceback is
+open, every line of its process prefix or with a guard word. The engine ends in the same state as if
+it had been fed every line, so live findings and post-mortem triage JSON are the same
+(``tests/test_triage_fastpath.py`` checks it).
+
+``GatedFeed`` is the live path (the supervisor, one line at a time). ``FastFileScanner`` is the
+post-mortem path. Per 16 MiB chunk of raw bytes (read, not mapped: memory stays bounded):
+1. one Aho-Corasick pass finds the literals feed() acts on, guard words, and rule-only literals;
+2. lines holding only rule-only literals go through one more automaton pass together (``batch_keys``:
+   the rules' keys, on the lowercased lines stripped of ANSI codes); the few with a key are kept;
+3. only the kept lines are sliced, decoded and cleaned; a line with a literal feed() acts on goes
+   straight to it, the others through ``LineGate.needs_feed`` first.
+Cleaning can *create* a literal (an ANSI colour code or a NUL byte inside it:
+``\x1b[35mValueError\x1b[0m:``), so the first automaton also looks for every proper prefix of a
+literal followed by ESC, and every line with a NUL byte is a candidate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO
+
+from console.monitor.text import clean_line
+from console.triage.engine import TriageEngine
+from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
+
+CHUNK = 16 << 20
+LINE_CAP = 64 << 10  # a giant line is classified on its first 64 KiB
+_NUL = re.compile(b"\x00")
+
+Finder = Callable[[Any], list[int]]
+
+
+def esc_variants(literals: Iterable[bytes]) -> set[bytes]:
+    """Every proper prefix of each literal followed by ESC: where an ANSI code may split a literal."""
+    out: set[bytes] = set()
+    for lit in literals:
+        for i in range(1, len(lit)):
+            out.add(lit[:i] + b"\x1b")
+    return out
+
+
+def make_finder(literals: Iterable[str], split_by_ansi: bool = True) -> tuple[Finder, str]:
+    """A function giving start offsets of candidate hits in a bytes chunk, and its name.
+
+    With ``split_by_ansi`` a hit is also any place where an ANSI code may split one of the literals
+    (see the module docstring), so that no line whose *cleaned* text holds a literal is missed.
+    """
+    find, name = _hit_finder(sorted({lit.encode() for lit in literals}), split_by_ansi)[:2]
+
+    def starts(chunk: Any) -> list[int]:
+        return [h[1] for h in find(chunk)]
+
+    return starts, name
+
+
+def _hit_finder(pats: list[bytes], split_by_ansi: bool) -> tuple[Callable[[Any], list[tuple[int, int, int]]], str,
+                                                                   list[bytes] | None]:
+    """(finder of (pattern index, start, end) hits, its name, the patterns by index or None)."""
+    try:
+        import ahocorasick_rs  # optional accelerator (Rust Aho-Corasick)
+    except ImportError:
+        # without the automaton every line with an ESC is a candidate (exact, slower on coloured logs)
+        alts = sorted(pats, key=len, reverse=True) + ([b"\x1b"] if split_by_ansi else [])
+        rx = re.compile(b"|".join(re.escape(p) for p in alts))
+
+        def find_re(chunk: Any) -> list[tuple[int, int, int]]:
+            return [(-1, m.start(), m.end()) for m in rx.finditer(chunk)]
+
+        return find_re, "regex", None
+    allp = pats + sorted(esc_variants(pats) - set(pats)) if split_by_ansi else list(pats)
+    ac = ahocorasick_rs.BytesAhoCorasick(allp, implementation=ahocorasick_rs.Implementation.DFA)
+
+    def find_ac(chunk: Any) -> list[tuple[int, int, int]]:
+        # overlapping: a line's rule literal must not hide another literal of it
+        return ac.find_matches_as_indexes(chunk, overlapping=True)
+
+    return find_ac, "aho-corasick", allp
+
+
+class LineGate:
+    """Decides whether ``engine.feed`` can change anything for one line (outside a traceback).
+
+    ``needs_feed(text)`` takes the text exactly as ``feed`` will look at it (``text_for_gate``); False
+    means that ``feed`` would only count the line. ``may_need_feed(raw)`` is a cheaper first test on
+    the raw bytes of a line (False: ``needs_feed`` would be False too).
+    """
+
+    def __init__(self, engine: TriageEngine) -> None:
+        roles = engine.literal_roles()
+        self.engine = engine
+        self.roles = roles
+        self._engine_lits = frozenset(engine.literals)
+        self._must = roles["feed"] | roles["guards"]
+        self._rule_lits = roles["rule"]
+        factors: dict[int, Factors] = {}
+        self._factors_by_lit: dict[str, tuple[Factors, ...]] = {}
+        self._rules_by_lit: dict[str, tuple[int, ...]] = {}
+        for i, rule in enumerate(engine.cat.rules):
+            for lit in rule.literals:
+                if lit in self._rule_lits:
+                    f = factors.setdefault(i, required(rule.regex))
+                    self._factors_by_lit[lit] = (*self._factors_by_lit.get(lit, ()), f)
+                    self._rules_by_lit[lit] = (*self._rules_by_lit.get(lit, ()), i)
+        lits = sorted(self._engine_lits | roles["guards"])
+        self._ac: Any = None
+        try:
+            import ahocorasick_rs
+
+            self._ac = ahocorasick_rs.AhoCorasick(lits, matchkind=ahocorasick_rs.MatchKind.Standard)
+        except ImportError:
+            self._rx = re.compile("|".join(re.escape(x) for x in sorted(lits, key=len, reverse=True)))
+            self._lits = lits
+        # rule-only literals whose rules all have keys (see regexfactors.Factors.keys): a line holding only
+        # such literals matters only when one of those keys is in it (batch_keys)
+        keys: dict[bytes, set[str]] = {}  # key -> the literals whose rules it is a key of
+        self._keyed: set[str] = set()
+        for lit in self._rule_lits:
+            # the keys of each rule this literal selects, knowing only that the literal is in the line
+            ks = [query_keys(factors[i].query, [lit.lower() if factors[i].ignorecase else lit])
+                  for i in self._rules_by_lit.get(lit, ())]
+            if ks and all(ks):
+                self._keyed.add(lit)
+                for k in {k.lower().encode() for kk in ks for k in kk or ()}:
+                    keys.setdefault(k, set()).add(lit)
+        self._key_ac: Any = None
+        self._key_lits: list[frozenset[str] | None] = []
+        if keys and self._ac is not None:
+            import ahocorasick_rs
+
+            pats = sorted(set(keys) | set(FOLD_SPECIALS))
+            self._key_lits = [frozenset(keys[p]) if p in keys else None for p in pats]  # None: any literal
+            self._key_ac = ahocorasick_rs.BytesAhoCorasick(pats, implementation=ahocorasick_rs.Implementation.DFA)
+
+    def hit_finder(self) -> tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str]:
+        """(finder of hits in a raw chunk, the kind of each pattern index, the finder's name).
+
+        A kind is True for a literal feed() acts on, None when a hit makes its line a candidate for
+        ``needs_feed``, else a keyed rule-only literal: hits of those alone make the line a candidate
+        only when ``batch_keys`` finds one of their rules' keys in it too.
+        """
+        pats = [x.encode() for x in self.chunk_literals()]
+        find, name, allp = _hit_finder(pats, True)
+        keyed = {lit.encode(): lit for lit in self._keyed} if self._key_ac is not None else {}
+        sure = {lit.encode() for lit in self.roles["feed"]}
+        # True: a literal feed() acts on (the line goes straight to it); the literal when it is a keyed
+        # rule-only literal; None for anything else (an ANSI-split prefix, a guard word, an unkeyed rule
+        # literal: needs_feed decides)
+        kinds = [True if p in sure else keyed.get(p) for p in allp or ()]
+        return find, kinds, name
+
+    def chunk_literals(self) -> list[str]:
+        """The literals a chunk prefilter must find (inert ones cannot make a line matter)."""
+        return sorted(self._engine_lits - self.roles["inert"] | self.roles["guards"])
+
+    def _present(self, text: str) -> set[str]:
+        if self._ac is not None:
+            return set(self._ac.find_matches_as_strings(text, overlapping=True))
+        if not self._rx.search(text):
+            return set()
+        return {lit for lit in self._lits if lit in text}
+
+    def needs_feed_open(self, text: str) -> bool:
+        """``needs_feed`` while the engine has open tracebacks: a line of a prefix that has one open, a
+        guard word (an exception line starts a traceback or is a bare exception even with no literal),
+        else as ``needs_feed``."""
+        present = self._present(text)
+        if not present.isdisjoint(self.roles["guards"]):
+            return True
+        if self.engine.line_prefix(text) in self.engine.open_prefixes():
+            return True
+        return self._needs(present, text)
+
+    def needs_feed(self, text: str) -> bool:
+        return self._needs(self._present(text), text)
+
+    def _needs(self, present: set[str], text: str) -> bool:
+        if not present or present.isdisjoint(self._engine_lits):
+            return False  # no literal of feed(): it returns at once
+        if not present.isdisjoint(self._must):
+            return True
+        folded: str | None = None
+        for lit in present & self._rule_lits:
+            for f in self._factors_by_lit.get(lit, ()):
+                if f.ignorecase and folded is None:
+                    folded = fold(text)
+                if f.may_match(text, folded):
+                    return True
+        return False  # only inert literals, and rule literals whose regexes cannot match
+
+    def batch_keys(self, raws: list[bytes], lits: list[list[str]]) -> set[int]:
+        """Indices of the raw lines in which a key of the rules of their literals ``lits[i]`` may be in
+        the text feed() makes of them.
+
+        That text is the line decoded, cut at a CR redraw and stripped of ANSI codes (twice:
+        ``clean_line`` and feed's own). Stripping the codes from the raw bytes twice keeps every CR
+        segment, so whatever the text holds, the stripped bytes hold too; lowercasing them covers
+        case-insensitive keys, except for the four non-ASCII characters that ``fold`` maps to ASCII,
+        which are keys themselves. One automaton pass for all the lines of a chunk.
+        """
+        if not raws:
+            return set()
+        joined = b"\n".join(raws)
+        if b"\x1b" in joined:
+            joined = _ANSI_B.sub(b"", joined)
+            if b"\x1b" in joined:
+                joined = _ANSI_B.sub(b"", joined)
+        hits = self._key_ac.find_matches_as_indexes(joined.lower(), overlapping=True)
+        out: set[int] = set()
+        line, at = 0, 0
+        key_lits = self._key_lits
+        for idx, start, _ in sorted(hits, key=lambda h: h[1]):
+            line += joined.count(b"\n", at, start)
+            at = start
+            owners = key_lits[idx]
+            if owners is None or not owners.isdisjoint(lits[line]):
+                out.add(line)
+        return out
+
+
+# ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see may_need_feed).
+_ANSI_B = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def text_for_gate(text: str) -> str:
+    """The text feed() classifies (it cleans again a line that still holds ESC or CR)."""
+    return clean_line(text) if "\x1b" in text or "\r" in text else text
+
+
+class GatedFeed:
+    """The live path: ``feed(lineno, text)`` with the results of ``engine.feed``, skipping lines that
+    cannot change the engine (they still count for ``last_line``)."""
+
+    def __init__(self, engine: TriageEngine, gate: LineGate | None = None) -> None:
+        self.engine = engine
+        self.gate = gate or LineGate(engine)
+        self.fed = 0
+        self.skipped = 0
+
+    def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
+        engine = self.engine
+        if engine.detects_at(lineno):
+            need = True
+        elif engine.wants_more:
+            need = self.gate.needs_feed_open(text_for_gate(text))
+        else:
+            need = self.gate.needs_feed(text_for_gate(text))
+        if need:
+            self.fed += 1
+            return engine.feed(lineno, text)
+        self.skipped += 1
+        engine.skip_to(lineno)
+        return []
+
+
+def line_text(raw: bytes) -> str:
+    """A raw physical line (no newline) as both triage paths feed it: first 64 KiB, no final CR, cleaned."""
+    if len(raw) > LINE_CAP:
+        raw = raw[:LINE_CAP]
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return clean_line(raw)
+
+
+class FastFileScanner:
+    """Post-mortem: feed one file's candidate lines (see the module docstring) through the engine."""
+
+    def __init__(self, engine: TriageEngine, gate: LineGate,
+                 finder: tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str] | None = None) -> None:
+        self.engine = engine
+        self.gate = gate
+        self.find, self.kinds, _ = finder or gate.hit_finder()
+        self.lineno = 1  # number of the line starting at the current chunk's offset 0
+        self.fed = 0
+        self.candidates = 0
+
+    def _feed(self, lineno: int, raw: bytes, detecting: bool) -> None:
+        """A line read while the framework is detected (always fed) or a traceback is open."""
+        text = line_text(raw)
+        if detecting or self.gate.needs_feed_open(text_for_gate(text)):
+            self.fed += 1
+            self.engine.feed(lineno, text)
+        else:
+            self.engine.skip_to(lineno)
+
+    def _candidate(self, lineno: int, raw: bytes) -> None:
+        self.candidates += 1
+        text = line_text(raw)
+        if self.gate.needs_feed(text_for_gate(text)):
+            self.fed += 1
+            self.engine.feed(lineno, text)
+
+    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool]]:
+        """(start, end, number, sure) of the lines of ``buf[:end]`` that may matter, in order; ``sure``:
+        it holds a literal feed() acts on (else ``needs_feed`` decides)."""
+        hits = self.find(memoryview(buf)[:end] if end < len(buf) else buf)
+        if buf.find(b"\x00", 0, end) >= 0:  # removing NULs can join a literal: those lines are candidates
+            hits = sorted([*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))],
+                          key=lambda h: h[1])
+        kinds = self.kinds
+        out: list[tuple[int, int, int, bool]] = []
+        keyed: list[tuple[int, int, int, bool]] = []
+        keyed_lits: list[list[str]] = []
+        pos, lineno, i, nh = 0, self.lineno, 0, len(hits)
+        while i < nh:
+            hit = hits[i][1]
+            if hit < pos:
+                i += 1
+                continue
+            start = buf.rfind(b"\n", pos, hit) + 1
+            if start > pos:
+                lineno += buf.count(b"\n", pos, start)
+            else:
+                start = pos
+            nl = buf.find(b"\n", hit, end)
+            lits: list[str] = []
+            sure = maybe = False
+            while i < nh:
+                idx, h, _ = hits[i]
+                if h >= nl:
+                    break
+                i += 1
+                kind = kinds[idx] if idx >= 0 else None
+                if kind is True:
+                    sure = True
+                    break
+                if kind is None:
+                    maybe = True
+                else:
+                    lits.append(kind)
+            if sure or maybe:
+                out.append((start, nl, lineno, sure))
+            else:
+                keyed.append((start, nl, lineno, False))
+                keyed_lits.append(lits)
+            pos, lineno = nl + 1, lineno + 1
+        if keyed:
+            cap = LINE_CAP
+            found = self.gate.batch_keys([buf[s:s + cap] if e - s > cap else buf[s:e] for s, e, _, _ in keyed],
+                                         keyed_lits)
+            if found:
+                out = sorted(out + [keyed[j] for j in found])
+        return out
+
+    def chunk(self, buf: bytes, end: int | None = None) -> None:
+        """Process ``buf[:end]``, which ends with a newline."""
+        end = len(buf) if end is None else end
+        first = self.lineno
+        lines = self._lines(buf, end)
+        engine = self.engine
+        pos, lineno, ci, nc = 0, first, 0, len(lines)
+        busy = engine.wants_more
+        detecting = engine.detects_at(lineno)
+        while pos < end:
+            if detecting and not engine.detects_at(lineno):
+                detecting = False
+                engine.skip_to(lineno)  # past the detection window: as feed() would note it
+            if busy or detecting:
+                nl = buf.find(b"\n", pos, end)
+                self._feed(lineno, buf[pos:pos + LINE_CAP] if nl - pos > LINE_CAP else buf[pos:nl], detecting)
+                pos, lineno = nl + 1, lineno + 1
+                busy = engine.wants_more
+                continue
+            while ci < nc and lines[ci][0] < pos:
+                ci += 1
+            if ci >= nc:
+                break
+            start, nl, lineno, sure = lines[ci]
+            ci += 1
+            raw = buf[start:start + LINE_CAP] if nl - start > LINE_CAP else buf[start:nl]
+            if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
+                self.fed += 1
+                engine.feed(lineno, line_text(raw))
+            else:
+                self._candidate(lineno, raw)
+            busy = engine.wants_more
+            pos, lineno = nl + 1, lineno + 1
+        self.lineno = first + buf.count(b"\n", 0, end)
+
+    def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:
+        """Read ``fh`` to its end; return the number of lines (the last one may lack its newline)."""
+        carry = b""
+        giant: bytes | None = None  # the head of a line longer than a chunk, whose rest is being skipped
+        while True:
+            data = fh.read(chunk_size)
+            if not data:
+                break
+            if giant is not None:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    continue
+                self.chunk(giant + b"\n")
+                giant, data = None, data[nl + 1:]
+            buf = carry + data if carry else data
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                if len(buf) >= max(chunk_size, 2 * LINE_CAP):  # only its first 64 KiB will be read
+                    giant, carry = buf[:LINE_CAP], b""
+                else:
+                    carry = buf
+                continue
+            self.chunk(buf, cut + 1)
+            carry = buf[cut + 1:]
+        if giant is not None:
+            self.chunk(giant + b"\n")
+        elif carry:
+            self.chunk(carry + b"\n")
+        lines = self.lineno - 1
+        self.engine.skip_to(lines)
+        return lines
+
+
+def scan_file(engine: TriageEngine, fh: BinaryIO, gate: LineGate | None = None,
+              finder: tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str] | None = None,
+              ) -> FastFileScanner:
+    gate = gate or LineGate(engine)
+    scanner = FastFileScanner(engine, gate, finder)
+    scanner.scan(fh)
+    return scanner
