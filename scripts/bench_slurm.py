@@ -104,6 +104,7 @@ def main() -> int:
             os.environ["SLURM_CONF"] = str(cluster.conf)
             root = Path(base) / "runs"
             renders, submits, polls, verdicts, cpu_per_poll = [], [], [], [], []
+            cpu_finish: list[float] = []
             for i in range(args.jobs):
                 run_dir, spec, plan = make_run(root, i, steps=20)
                 t = time.perf_counter()
@@ -117,23 +118,29 @@ def main() -> int:
                 backend.poll(job_id)
                 polls.append(time.perf_counter() - t)
                 follower = backend.Follower(run_dir, poll_s=0.1)
-                r0 = resource.getrusage(resource.RUSAGE_SELF)
                 n = 0
+                cpu_polls = 0.0
                 final = None
                 while final is None:
+                    r0 = resource.getrusage(resource.RUSAGE_SELF)
                     final = follower.step()
-                    n += 1
+                    r1 = resource.getrusage(resource.RUSAGE_SELF)
+                    cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
                     if final is None:
+                        n += 1
+                        cpu_polls += cpu
                         time.sleep(0.1)
-                r1 = resource.getrusage(resource.RUSAGE_SELF)
+                    else:
+                        cpu_finish.append(cpu)
                 verdicts.append(time.perf_counter() - t)
-                cpu_per_poll.append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / n)
+                cpu_per_poll.append(cpu_polls / max(1, n))
                 assert final["verdict"] == "Pass", final
             first_slurm, first_local, last_slurm = first_progress(root, args.jobs)
             rows += [("render 20-step script", ms(renders)), ("sbatch (submit)", ms(submits)),
                      ("poll (squeue [+scontrol])", ms(polls)),
                      ("submit -> Pass verdict (20 steps of `srun true`, 0.1 s polls)", ms(verdicts)),
-                     ("follower CPU per poll (in-process part)", ms(cpu_per_poll)),
+                     ("follower CPU per poll while the job runs (in-process part)", ms(cpu_per_poll)),
+                     ("follower CPU of the last poll (verdict, triage.json, report)", ms(cpu_finish)),
                      ("slurm: sbatch -> first progress event (detached follower)", ms(first_slurm)),
                      ("local: start -> first progress event (supervisor)", ms(first_local)),
                      ("slurm: banner printed -> its progress event", ms(last_slurm))]
