@@ -15,6 +15,7 @@ that names no device.
 
 from __future__ import annotations
 
+import importlib.metadata
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -135,9 +136,16 @@ class Nvml:
             if name in self._missing:
                 return
             self._missing.add(name)
-            lib_version = getattr(self.lib, "__version__", None) or "?"
+            lib_version = getattr(self.lib, "__version__", None) or _package_version()
             self.notices.append(f"NVML function {name} is missing in driver {self.driver or '?'} "
                                 f"(nvidia-ml-py {lib_version} is newer than the driver): using an older one")
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("nvidia-ml-py")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
 
 
 def text(v: Any) -> str | None:
