@@ -1,7 +1,8 @@
 """Benchmarks of the live monitor, each printed as a table with its anchor measured in the same run.
 
 1. latency: a real writer process appends NeMo-RL step banners at --rate lines/s; the Tailer
-   (inotify) -> progress parser -> EventBus (events.jsonl) chain is timed from write to append.
+   (polled every 0.2 s, the supervisor's tick) -> progress parser -> EventBus (events.jsonl) chain
+   is timed from write to append.
    Anchor: a bare 1 ms readline() polling loop on the same kind of file.
 2. rss: peak RSS of a process following a --gb GB log (Tailer + parser), against a process that
    only iterates the file's lines. The log is generated in a temp dir and deleted afterwards.
@@ -88,13 +89,15 @@ def bench_latency(rate: int, seconds: float) -> None:
         tailer = Tailer(log)
 
         def follow() -> None:
-            for batch in tailer.follow(stop, poll_interval=0.5):
-                for ln in batch:
+            while not stop.is_set():
+                for ln in tailer.poll():
                     for ev in parser.feed(ln.text):
                         bus.publish(ev)
                         i = ln.text.rfind("t=")
                         if i >= 0 and ev.type == "progress":
                             lat.append(time.time() - float(ln.text[i + 2 :]))
+                if tailer.caught_up:
+                    stop.wait(0.2)
 
         th = threading.Thread(target=follow)
         th.start()
@@ -141,12 +144,12 @@ def bench_latency(rate: int, seconds: float) -> None:
         th2.join(5)
 
         rows = [
-            ["Tailer(inotify)->parser->events.jsonl", f"{written / seconds:,.0f}", f"{len(lat):,}/{written:,}",
+            ["Tailer.poll/0.2s->parser->events.jsonl", f"{written / seconds:,.0f}", f"{len(lat):,}/{written:,}",
              f"{_pct(lat, 50) * 1000:.1f}", f"{_pct(lat, 99) * 1000:.1f}", f"{max(lat, default=0) * 1000:.1f}"],
             ["anchor: readline poll 1 ms, no parse", f"{written2 / seconds:,.0f}", f"{len(lat2):,}/{written2:,}",
              f"{_pct(lat2, 50) * 1000:.1f}", f"{_pct(lat2, 99) * 1000:.1f}", f"{max(lat2, default=0) * 1000:.1f}"],
         ]
-        _table(f"append-to-event latency ({rate:,} lines/s for {seconds:g} s; target p99 < 50 ms)",
+        _table(f"append-to-event latency ({rate:,} lines/s for {seconds:g} s; the 0.2 s tick bounds p99 near 200 ms)",
                ["path", "lines/s", "events", "p50 ms", "p99 ms", "max ms"], rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -162,6 +162,17 @@ def test_gpus_cuda_visible_devices_limits_and_blackwell(monkeypatch):
     assert one(RunSpec(framework="nemo-rl"), "gpus", probes=_gpus((9, 0), (9, 0)))["status"] == "block"
 
 
+def test_gpus_cuda_visible_devices_by_uuid(monkeypatch):
+    """CUDA_VISIBLE_DEVICES naming GPUs by uuid (or a unique prefix) counts them as CUDA does."""
+    gpus = [Gpu(i, "NVIDIA H100", (9, 0), uuid=f"GPU-{i}aa1f52-0c1b") for i in range(3)]
+    probes = Probes(gpus=lambda: GpuReading(gpus=gpus))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-2aa1,GPU-0aa1f52-0c1b")
+    ok = one(RunSpec(framework="nemo-rl"), "gpus", probes=probes)
+    assert ok["status"] == "ok" and "2 visible of 3" in ok["evidence"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-2aa1,GPU-9,0")  # CUDA stops at the unknown uuid
+    assert one(RunSpec(framework="nemo-rl"), "gpus", probes=probes)["status"] == "block"
+
+
 def test_gpus_real_nvml_reading():
     check = one(RunSpec(framework="demo"), "gpus")
     assert check["status"] in ("ok", "warn")

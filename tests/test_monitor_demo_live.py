@@ -33,15 +33,18 @@ def test_demo_run_followed_live(tmp_path: Path) -> None:
     live_points = []
     stop = threading.Event()
 
-    def follow() -> None:
-        for batch in Tailer(log).follow(stop, poll_interval=0.2):
-            for ln in batch:
+    def follow() -> None:  # polled every 0.2 s, as the supervisor's tick does
+        tailer = Tailer(log)
+        while not stop.is_set():
+            for ln in tailer.poll():
                 events = parser.feed(ln.text)
                 stall.observe(events)
                 for e in events:
                     e.step = "l0-demo"
                     bus.publish(e)
             live_points.extend(reader.poll())
+            if tailer.caught_up:
+                stop.wait(0.2)
 
     th = threading.Thread(target=follow)
     th.start()

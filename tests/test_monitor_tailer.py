@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -36,18 +35,15 @@ def _run_writer(code: str, *args: str) -> subprocess.Popen[bytes]:
 
 
 def _follow_until(t: Tailer, pred, timeout: float = 20.0) -> list[LogLine]:
-    stop = threading.Event()
+    """Poll as the supervisor does (every 0.2 s once caught up) until ``pred`` holds."""
     got: list[LogLine] = []
-    timer = threading.Timer(timeout, stop.set)
-    timer.start()
-    try:
-        for batch in t.follow(stop, poll_interval=0.2):
-            got += batch
-            if pred(got):
-                break
-    finally:
-        stop.set()
-        timer.cancel()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got += t.poll()
+        if pred(got):
+            break
+        if t.caught_up:
+            time.sleep(0.2)
     return got
 
 
@@ -225,34 +221,6 @@ def test_copytruncate_mid_run(tmp_path: Path) -> None:
     copied = (tmp_path / "c.log.1").read_text().split("\n")
     missing = set(range(60)) - set(nums)
     assert all(f"line {i}" in copied for i in missing)
-
-
-def test_follow_latency_and_stop(tmp_path: Path) -> None:
-    log = tmp_path / "f.log"
-    log.touch()
-    t = Tailer(log)
-    stop = threading.Event()
-    got: list[tuple[float, LogLine]] = []
-
-    def run() -> None:
-        for batch in t.follow(stop, poll_interval=5.0):
-            now = time.monotonic()
-            got.extend((now, ln) for ln in batch)
-
-    th = threading.Thread(target=run)
-    th.start()
-    time.sleep(0.3)
-    sent = time.monotonic()
-    with open(log, "a") as fh:
-        fh.write("ping\n")
-    while not got and time.monotonic() - sent < 3:
-        time.sleep(0.01)
-    stop.set()
-    th.join(5)
-    assert not th.is_alive()
-    assert got and got[0][1].text == "ping"
-    # inotify wakes us well before the 5 s polling fallback
-    assert got[0][0] - sent < 2.0
 
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

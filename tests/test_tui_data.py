@@ -75,7 +75,7 @@ def test_follower_bounded_tail_truncation_rotation_and_giant_lines(tmp_path: Pat
 def test_themes_load_and_fallback(tmp_path: Path) -> None:
     loaded = load_themes()
     assert [t.name for t in loaded.themes] == ["dark", "light", "high-contrast"]
-    assert loaded.notice is None and themes_dir().name == "themes"
+    assert loaded.notice is None and themes_dir().name == "theme_files"
     missing = load_themes(tmp_path / "nope")
     assert not missing.themes and "not found" in (missing.notice or "")
     (tmp_path / "bad.toml").write_text("name = [")

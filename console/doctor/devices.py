@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.result import finding, make_remedy
+from console.monitor.nvml import DeviceIds, Nvml, text, visible_indexes
 
 VISIBLE_ID = "visible_devices"
 GPUS_ID = "gpus"
@@ -46,6 +46,8 @@ class Gpu:
     index: int
     name: str
     capability: tuple[int, int]
+    uuid: str = ""  # "GPU-..." (CUDA_VISIBLE_DEVICES may name a GPU by it)
+    mig_uuids: tuple[str, ...] = ()
 
 
 @dataclass
@@ -55,38 +57,44 @@ class GpuReading:
 
 
 def read_nvml() -> GpuReading:
-    """GPUs through NVML (nvidia-ml-py), tolerant of a missing driver or a lost GPU."""
+    """GPUs through the monitor's tolerant NVML session (a lost GPU or MIG without access is
+    listed as unreadable, never raised)."""
+    nvml = Nvml()
+    if not nvml.start():
+        return GpuReading(error=nvml.reason)
     try:
-        import pynvml
-    except ImportError as exc:
-        return GpuReading(error=f"nvidia-ml-py not installed ({exc})")
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return GpuReading(error=f"no NVIDIA driver ({exc})")
-    try:
+        count = nvml.query("nvmlDeviceGetCount")
         gpus: list[Gpu] = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            try:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                name = pynvml.nvmlDeviceGetName(handle)
-                name = name.decode() if isinstance(name, bytes) else str(name)
-                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            except Exception as exc:  # lost GPU, MIG without access, ...
-                name, major, minor = f"unreadable ({exc})", 0, 0
-            gpus.append(Gpu(index, name, (int(major), int(minor))))
+        for index in range(int(count.value or 0)):
+            handle = nvml.query("nvmlDeviceGetHandleByIndex", index)
+            name = nvml.query("nvmlDeviceGetName", handle.value) if handle.ok else handle
+            cap = nvml.query("nvmlDeviceGetCudaComputeCapability", handle.value) if handle.ok else handle
+            uuid = nvml.query("nvmlDeviceGetUUID", handle.value) if handle.ok else handle
+            if name.ok and cap.ok:
+                gpus.append(Gpu(index, text(name.value) or "?", (int(cap.value[0]), int(cap.value[1])),
+                                text(uuid.value) or "", _mig_uuids(nvml, handle.value)))
+            else:
+                gpus.append(Gpu(index, f"unreadable ({(cap if name.ok else name).detail})", (0, 0)))
         return GpuReading(gpus=gpus)
     finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
+        nvml.stop()
+
+
+def _mig_uuids(nvml: Nvml, handle: Any) -> tuple[str, ...]:
+    out: list[str] = []
+    for k in range(int(nvml.query("nvmlDeviceGetMaxMigDeviceCount", handle).value or 0)):
+        mig = nvml.query("nvmlDeviceGetMigDeviceHandleByIndex", handle, k)
+        uuid = text(nvml.query("nvmlDeviceGetUUID", mig.value).value) if mig.ok else None
+        if uuid:
+            out.append(uuid)
+    return tuple(out)
 
 
 def _visible(gpus: list[Gpu], cuda_visible: str | None) -> list[Gpu]:
-    if cuda_visible is None:
-        return gpus
-    wanted = [v.strip() for v in cuda_visible.split(",") if v.strip()]
-    by_index = {str(g.index): g for g in gpus}
-    return [by_index[w] for w in wanted if w in by_index]
+    """The GPUs CUDA_VISIBLE_DEVICES names (indexes, GPU-/MIG- uuids or prefixes), CUDA's way."""
+    by_index = {g.index: g for g in gpus}
+    ids = [DeviceIds(g.index, g.uuid, g.mig_uuids) for g in gpus]
+    return [by_index[i] for i in visible_indexes(cuda_visible, ids)]
 
 
 def check_gpus(ctx: DoctorContext) -> dict[str, Any]:

@@ -1,19 +1,27 @@
-"""GPU state through NVML (``import pynvml`` from the nvidia-ml-py package).
+"""GPU state through NVML (``import pynvml`` from the nvidia-ml-py package), asked only through
+``console.monitor.nvml.Nvml`` (tolerant: a status for every failure, never an exception).
 
-Every NVML call is tolerant: no library or no driver gives ``available=False`` with a reason;
-a GPU that falls off the bus is marked ``lost`` instead of raising; MIG devices are listed as
-instances of their parent, with their processes. Processes are matched to the run's process
-tree (``run_pids_fn``) so a panel can tell this run's memory from other users'.
+No library or no driver gives ``available=False`` with a reason; a GPU that falls off the bus is
+marked ``lost``; MIG devices are listed as instances of their parent, with their processes; a
+process list NVML cannot give says why (``procs_status``) instead of looking empty. Processes are
+matched to the run's process tree (``run_pids_fn``): ``attribution`` is ``by-pid`` when NVML's PIDs
+match, ``by-device`` when none does while the run has processes (another PID namespace, an old
+driver): then the processes on the run's GPUs (its ``CUDA_VISIBLE_DEVICES``) count as the run's.
+A driver/library mismatch is said once, in the ``notices`` of the first sample that met it.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import psutil
+
+from console.monitor.nvml import GPU_LOST, OK, Answer, DeviceIds, Nvml, text, visible_indexes
 from console.monitor.procs import process_name
 
 RETRY_INIT_S = 60.0
@@ -40,6 +48,8 @@ class GpuDevice:
     procs: list[GpuProc] = field(default_factory=list)
     instances: list[dict[str, Any]] = field(default_factory=list)  # MIG instances
     error: str | None = None
+    procs_status: str = OK  # "ok", or why the process list is unknown ("not_supported", ...)
+    attribution: str = "none"  # the snapshot's: how ``ours`` on the processes was decided
 
     @property
     def ours_mem(self) -> int:
@@ -53,42 +63,36 @@ class GpuSnapshot:
     devices: list[GpuDevice] = field(default_factory=list)
     driver: str | None = None
     t: float = 0.0
+    attribution: str = "none"  # "by-pid", "by-device" or "none" (no run processes)
+    notices: list[str] = field(default_factory=list)  # said once (e.g. a driver/library mismatch)
 
     def to_event_data(self) -> dict[str, Any]:
         return {
             "available": self.available,
             "reason": self.reason,
             "driver": self.driver,
+            "attribution": self.attribution,
+            "notices": list(self.notices),
             "devices": [asdict(d) for d in self.devices],
         }
-
-
-def _reason(nvml: Any, err: BaseException) -> str:
-    names = {
-        "NVMLError_LibraryNotFound": "no NVIDIA driver (libnvidia-ml not found)",
-        "NVMLError_DriverNotLoaded": "no NVIDIA driver loaded",
-        "NVMLError_NoPermission": "no permission to query the NVIDIA driver",
-        "NVMLError_Uninitialized": "NVML not initialised",
-    }
-    for cls in type(err).__mro__:
-        if cls.__name__ in names:
-            return names[cls.__name__]
-    return f"NVML unavailable: {err}"
 
 
 class GpuSampler:
     """``sample()`` -> GpuSnapshot; cheap to construct, NVML is initialised on first use.
 
-    ``nvml`` replaces the ``pynvml`` module (tests on machines without a GPU).
+    ``nvml`` replaces the ``pynvml`` module (tests on machines without a GPU). ``cuda_visible`` is
+    the run's ``CUDA_VISIBLE_DEVICES`` when known; otherwise it is read from the run's processes,
+    then from this process's environment (unset: every GPU).
     """
 
-    def __init__(self, run_pids_fn: Callable[[], set[int]] | None = None, nvml: Any = None) -> None:
+    def __init__(self, run_pids_fn: Callable[[], set[int]] | None = None, nvml: Any = None,
+                 cuda_visible: str | None = None) -> None:
         self.run_pids_fn = run_pids_fn
-        self._nvml = nvml
+        self.cuda_visible = cuda_visible
+        self._nvml = Nvml(nvml)
         self._ready = False
         self._reason = ""
         self._next_try = 0.0
-        self._driver: str | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ init / shutdown
@@ -99,28 +103,14 @@ class GpuSampler:
         if now < self._next_try:
             return False
         self._next_try = now + RETRY_INIT_S
-        if self._nvml is None:
-            try:
-                import pynvml
-            except ImportError:
-                self._reason = "nvidia-ml-py is not installed"
-                return False
-            self._nvml = pynvml
-        try:
-            self._nvml.nvmlInit()
-        except Exception as e:  # noqa: BLE001 - NVMLError subclasses, OSError from ctypes
-            self._reason = _reason(self._nvml, e)
-            return False
-        self._ready = True
-        self._reason = ""
-        drv = self._call(self._nvml.nvmlSystemGetDriverVersion)
-        self._driver = drv.decode() if isinstance(drv, bytes) else drv
-        return True
+        self._ready = self._nvml.start()
+        self._reason = self._nvml.reason
+        return self._ready
 
     def close(self) -> None:
         with self._lock:
             if self._ready:
-                self._call(self._nvml.nvmlShutdown)
+                self._nvml.stop()
                 self._ready = False
 
     # ------------------------------------------------------------------------ sampling
@@ -128,15 +118,42 @@ class GpuSampler:
         with self._lock:
             if not self._init():
                 return GpuSnapshot(False, self._reason, t=time.time())
-            nvml = self._nvml
-            count = self._call(nvml.nvmlDeviceGetCount)
-            if count is None:
+            count = self._nvml.query("nvmlDeviceGetCount")
+            if not count.ok:
                 self._ready = False  # driver went away: re-initialise later
                 self._next_try = 0.0
-                return GpuSnapshot(False, "NVML stopped answering", t=time.time())
+                return GpuSnapshot(False, f"NVML stopped answering ({count.status})", t=time.time())
             ours = self._ours()
-            devices = [self._device(i, ours) for i in range(count)]
-            return GpuSnapshot(True, "", devices, self._driver, time.time())
+            devices = [self._device(i, ours) for i in range(int(count.value))]
+            snap = GpuSnapshot(True, "", devices, self._nvml.driver, time.time())
+            snap.attribution = self._attribute(devices, ours)
+            snap.notices = self._nvml.take_notices()
+            return snap
+
+    def _attribute(self, devices: list[GpuDevice], ours: set[int]) -> str:
+        """``by-pid`` when NVML lists one of the run's PIDs; else, while the run has processes,
+        ``by-device``: the processes on the run's GPUs count as the run's (NVML PIDs from another
+        PID namespace, or an old driver, match none of ours); ``none`` without run processes."""
+        how = "none"
+        if ours:
+            how = "by-pid" if any(p.ours for d in devices for p in d.procs) else "by-device"
+        if how == "by-device":
+            ids = [DeviceIds(d.index, d.uuid, tuple(str(i.get("uuid")) for i in d.instances)) for d in devices]
+            run_set = set(visible_indexes(self._run_visible(ours), ids))
+            for p in (p for d in devices if d.index in run_set for p in d.procs):
+                p.ours = True
+        for d in devices:
+            d.attribution = how
+        return how
+
+    def _run_visible(self, ours: set[int]) -> str | None:
+        if self.cuda_visible is not None:
+            return self.cuda_visible
+        for pid in sorted(ours)[:16]:
+            value = process_env(pid, "CUDA_VISIBLE_DEVICES")
+            if value is not None:
+                return value
+        return os.environ.get("CUDA_VISIBLE_DEVICES")
 
     def _ours(self) -> set[int]:
         if self.run_pids_fn is None:
@@ -146,82 +163,85 @@ class GpuSampler:
         except Exception:  # noqa: BLE001 - a failing callback must not stop sampling
             return set()
 
-    def _call(self, fn: Callable[..., Any], *args: Any, lost: list[bool] | None = None) -> Any:
-        try:
-            return fn(*args)
-        except Exception as e:  # noqa: BLE001 - any NVMLError: not supported, lost, timeout...
-            if lost is not None and type(e).__name__ in ("NVMLError_GpuIsLost", "NVMLError_Unknown"):
-                lost[0] = True
-            return None
-
     def _device(self, index: int, ours: set[int]) -> GpuDevice:
-        nvml = self._nvml
-        lost = [False]
+        q = self._nvml.query
         dev = GpuDevice(index=index)
-        handle = self._call(nvml.nvmlDeviceGetHandleByIndex, index, lost=lost)
-        if handle is None:
-            dev.lost = lost[0]
-            dev.error = "GPU is lost" if lost[0] else "no handle"
+        handle = q("nvmlDeviceGetHandleByIndex", index)
+        if not handle.ok:
+            dev.lost = handle.status == GPU_LOST
+            dev.error = "GPU is lost" if dev.lost else f"no handle ({handle.status})"
             return dev
-        name = self._call(nvml.nvmlDeviceGetName, handle, lost=lost)
-        dev.name = _text(name) or "?"
-        dev.uuid = _text(self._call(nvml.nvmlDeviceGetUUID, handle, lost=lost)) or "?"
-        mem = self._call(nvml.nvmlDeviceGetMemoryInfo, handle, lost=lost)
-        if mem is not None:
-            dev.mem_used, dev.mem_total = int(mem.used), int(mem.total)
-        mode = self._call(nvml.nvmlDeviceGetMigMode, handle, lost=lost)
-        enabled = getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1)
-        dev.mig = bool(mode) and mode[0] == enabled
+        h = handle.value
+        answers = [handle]
+        name, uuid, mem, mode = (q(f, h) for f in ("nvmlDeviceGetName", "nvmlDeviceGetUUID",
+                                                     "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMigMode"))
+        answers += [name, uuid, mem, mode]
+        dev.name = text(name.value) or "?"
+        dev.uuid = text(uuid.value) or "?"
+        if mem.ok:
+            dev.mem_used, dev.mem_total = int(mem.value.used), int(mem.value.total)
+        enabled = getattr(self._nvml.lib, "NVML_DEVICE_MIG_ENABLE", 1)
+        dev.mig = mode.ok and bool(mode.value) and mode.value[0] == enabled
         if dev.mig:
-            dev.instances = self._mig_instances(handle, ours, lost)
+            dev.instances = self._mig_instances(h, ours, answers)
             dev.procs = [p for inst in dev.instances for p in inst["procs"]]
         else:
-            util = self._call(nvml.nvmlDeviceGetUtilizationRates, handle, lost=lost)
-            dev.util = int(util.gpu) if util is not None else None
-            dev.procs = self._procs(handle, ours, lost)
-        if lost[0]:
+            util = q("nvmlDeviceGetUtilizationRates", h)
+            answers.append(util)
+            dev.util = int(util.value.gpu) if util.ok else None
+            dev.procs, dev.procs_status = self._procs(h, ours, answers)
+        if any(a.status == GPU_LOST for a in answers):
             dev.lost = True
             dev.error = "GPU is lost"
         return dev
 
-    def _mig_instances(self, handle: Any, ours: set[int], lost: list[bool]) -> list[dict[str, Any]]:
-        nvml = self._nvml
+    def _mig_instances(self, handle: Any, ours: set[int], answers: list[Answer]) -> list[dict[str, Any]]:
+        q = self._nvml.query
         out: list[dict[str, Any]] = []
-        n = self._call(nvml.nvmlDeviceGetMaxMigDeviceCount, handle, lost=lost) or 0
-        for k in range(n):
-            mh = self._call(nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, k)
-            if mh is None:
+        n = q("nvmlDeviceGetMaxMigDeviceCount", handle)
+        answers.append(n)
+        for k in range(int(n.value or 0)):
+            mh = q("nvmlDeviceGetMigDeviceHandleByIndex", handle, k)
+            if not mh.ok:
                 continue  # empty slot
-            mem = self._call(nvml.nvmlDeviceGetMemoryInfo, mh)
-            procs = self._procs(mh, ours, lost)
+            mem = q("nvmlDeviceGetMemoryInfo", mh.value)
+            procs, status = self._procs(mh.value, ours, answers)
             out.append(
                 {
                     "index": k,
-                    "uuid": _text(self._call(nvml.nvmlDeviceGetUUID, mh)) or "?",
-                    "mem_used": int(mem.used) if mem is not None else None,
-                    "mem_total": int(mem.total) if mem is not None else None,
+                    "uuid": text(q("nvmlDeviceGetUUID", mh.value).value) or "?",
+                    "mem_used": int(mem.value.used) if mem.ok else None,
+                    "mem_total": int(mem.value.total) if mem.ok else None,
                     "procs": procs,
+                    "procs_status": status,
                 }
             )
         return out
 
-    def _procs(self, handle: Any, ours: set[int], lost: list[bool]) -> list[GpuProc]:
-        nvml = self._nvml
+    def _procs(self, handle: Any, ours: set[int], answers: list[Answer]) -> tuple[list[GpuProc], str]:
+        """Compute and graphics processes merged per PID, and ``ok`` or why the list is unknown."""
         seen: dict[int, GpuProc] = {}
-        for fn_name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
-            fn = getattr(nvml, fn_name, None)
-            if fn is None:
-                continue
-            for p in self._call(fn, handle, lost=lost) or []:
+        statuses: list[str] = []
+        for name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            answer = self._nvml.query_versioned(name, handle)
+            answers.append(answer)
+            statuses.append(answer.status)
+            for p in answer.value or []:
                 pid = int(p.pid)
                 mem = getattr(p, "usedGpuMemory", None)
-                if pid in seen:
+                mem = int(mem) if mem is not None else None
+                if pid in seen:  # a process doing compute and graphics: one entry
+                    prev = seen[pid]
+                    if mem is not None:
+                        prev.mem = max(prev.mem or 0, mem)
                     continue
-                seen[pid] = GpuProc(pid, process_name(pid), int(mem) if mem is not None else None, pid in ours)
-        return list(seen.values())
+                seen[pid] = GpuProc(pid, process_name(pid), mem, pid in ours)
+        status = OK if OK in statuses else statuses[0]
+        return list(seen.values()), status
 
 
-def _text(v: Any) -> str | None:
-    if v is None:
+def process_env(pid: int, name: str) -> str | None:
+    try:
+        return psutil.Process(pid).environ().get(name)
+    except (psutil.Error, OSError, ValueError):
         return None
-    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)

@@ -1,4 +1,5 @@
-"""Themes from the repository's ``themes/`` folder (one TOML file per Textual ``Theme``)."""
+"""Themes from ``console/tui/theme_files/`` (one TOML file per Textual ``Theme``; package data, so a
+wheel install has them too)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.theme import Theme
-
-import console
 
 THEME_FIELDS = (
     "primary", "secondary", "warning", "error", "success", "accent", "foreground",
@@ -19,8 +18,8 @@ FALLBACK_THEMES = {"dark": "textual-dark", "light": "textual-light", "high-contr
 
 
 def themes_dir() -> Path:
-    """``themes/`` beside the ``console`` package (works for editable installs and checkouts)."""
-    return Path(console.__file__).resolve().parent.parent / "themes"
+    """The theme files shipped inside the package (checkouts, editable and wheel installs alike)."""
+    return Path(__file__).resolve().parent / "theme_files"
 
 
 @dataclass
