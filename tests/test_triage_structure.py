@@ -1,8 +1,8 @@
 """The engine decides from structure (issue 12, Build 2), shown on real excerpts.
 
 Every log under ``fixtures/triage/real/`` is an excerpt as pasted in a public issue thread, copied
-from the tuning split of the project corpus or from the shared corpus; ``real/sources.json`` gives
-its source URL and corpus id.
+from the tuning split of the project corpus, from the shared corpus, or from another public thread found
+with the issues search (never a held-out one); ``real/sources.json`` gives its source URL and corpus id.
 """
 
 from __future__ import annotations
