@@ -180,20 +180,66 @@ def test_findings_detail_and_verdict_banner(tmp_path: Path) -> None:
     drive(app, body)
 
 
+def footer_misses(app: ConsoleApp, actions: tuple[str, ...], width: int = 80) -> list[str]:
+    """The actions whose footer key is absent, not laid out yet, or past the right edge."""
+    keys = [k for k in app.screen.query("FooterKey") if k.is_attached]
+    missing = []
+    for action in actions:
+        key = next((k for k in keys if str(k.action).split(".")[-1] == action), None)
+        if key is None or key.region.width == 0 or key.region.right > width:
+            missing.append(f"{action}: {None if key is None else key.region}")
+    return missing
+
+
+async def footer_shows(pilot: Any, actions: tuple[str, ...], width: int = 80) -> None:
+    """Waits for the footer of the screen on top (it recomposes after a refresh when the bindings
+    change, so right after a screen opens its keys may not be laid out yet), then checks it."""
+    app = pilot.app
+    try:
+        await wait_for(pilot, lambda: not footer_misses(app, actions, width))
+    except AssertionError:
+        raise AssertionError(f"{type(app.screen).__name__} footer at {width} columns: "
+                             f"{footer_misses(app, actions, width)}") from None
+
+
+APP_KEYS = ("quit", "help", "cycle_theme")
+
+
 def test_footer_keeps_quit_help_report_theme_at_80_columns(tmp_path: Path) -> None:
+    """q ? t (and r where the screen has a report) at 80x24 on every screen with a footer."""
+    from console.tui.screens.compare import CompareScreen
+
     runs = tmp_path / "runs"
     run = write_run(runs)
+    other = write_run(runs, "20261121-224500-demo-l0")
     app = ConsoleApp(runs, open_run=run)
 
     async def body(pilot: Any) -> None:
         await wait_for(pilot, lambda: type(app.screen).__name__ == "MonitorScreen")
-        await pilot.pause(0.3)
-        keys = {k.action: k for k in app.screen.query("FooterKey")}
-        for action in ("app.quit", "app.help", "report", "app.cycle_theme"):
-            key = next((k for a, k in keys.items() if a.endswith(action.split(".")[-1])), None)
-            assert key is not None and key.region.width > 0 and key.region.right <= 80, action
+        await footer_shows(pilot, (*APP_KEYS, "report"))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ReportScreen")
+        await footer_shows(pilot, APP_KEYS)
+        await pilot.press("escape", "escape")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "HomeScreen")
+        await footer_shows(pilot, (*APP_KEYS, "report"))
+        await pilot.press("n")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "NewRunScreen")
+        await footer_shows(pilot, APP_KEYS)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "HomeScreen")
+        app.push_screen(CompareScreen(run, other))
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen")
+        await footer_shows(pilot, APP_KEYS)
 
     drive(app, body)
+    log_app = ConsoleApp(runs, open_log=run / "logs" / "01-demo-grpo.log")
+
+    async def triage(pilot: Any) -> None:
+        await wait_for(pilot, lambda: type(log_app.screen).__name__ == "TriageScreen")
+        await footer_shows(pilot, APP_KEYS)
+
+    drive(log_app, triage)
 
 
 def test_metrics_nan_series_and_plot_only_when_big(tmp_path: Path) -> None:

@@ -20,50 +20,63 @@ pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.timeout(240),
 BIN = Path(sys.executable).parent / "rl-console"
 
 
-def capture(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True,
-                          check=False).stdout
+def tmux(sock: str, *args: str, check: bool = True) -> str:
+    """tmux on the test's own server (``-L sock``): never the user's, never another test's."""
+    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, check=check).stdout
 
 
-def wait_screen(session: str, needle: str, timeout: float) -> str:
+def wait_screen(sock: str, session: str, needle: str, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     text = ""
     while time.monotonic() < deadline:
-        text = capture(session)
+        text = tmux(sock, "capture-pane", "-p", "-t", session, check=False)
         if needle in text:
             return text
         time.sleep(0.5)
     raise AssertionError(f"{needle!r} not on screen after {timeout}s:\n{text}")
 
 
-def start(session: str, env: dict[str, str], *args: str) -> None:
+def start(sock: str, session: str, env: dict[str, str], *args: str) -> None:
     cmd = ["env", *(f"{k}={v}" for k, v in env.items()), str(BIN), *args]
-    subprocess.run(["tmux", "new-session", "-d", "-x", "100", "-y", "30", "-s", session,
-                    shlex.join(cmd)], check=True)
+    tmux(sock, "new-session", "-d", "-x", "100", "-y", "30", "-s", session, shlex.join(cmd))
+
+
+def wait_gone(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the console (pid {pid}) still runs {timeout}s after its tmux session was killed")
 
 
 def test_demo_in_tmux_survives_console_restart(tmp_path: Path) -> None:
+    """The console is killed with its tmux session (its process gone, the run goes on) and a new
+    console in a new session finds the run. The test's own tmux server (``-L``) keeps a placeholder
+    session, so killing the console's session does not take the server down while the next
+    session's client connects (that race failed the test under load: "server exited unexpectedly")."""
     runs = tmp_path / "runs"
     env = {"RL_CONSOLE_RUNS": str(runs), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "TERM": "tmux-256color",
-           "PATH": os.environ.get("PATH", "")}
-    first, second = f"rlc-{uuid.uuid4().hex[:8]}", f"rlc-{uuid.uuid4().hex[:8]}"
+           "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    sock = f"rlc-{uuid.uuid4().hex[:8]}"
     try:
-        start(first, env, "demo")
-        screen = wait_screen(first, "Pass", timeout=150)
+        tmux(sock, "new-session", "-d", "-s", "keep", "sleep 600")  # the placeholder
+        start(sock, "first", env, "demo")
+        console_pid = int(tmux(sock, "display-message", "-p", "-t", "first", "#{pane_pid}").strip())
+        screen = wait_screen(sock, "first", "Pass", timeout=150)
         run_ids = [p.name for p in runs.iterdir() if p.is_dir()]
         assert len(run_ids) == 1 and run_ids[0] in screen
-        subprocess.run(["tmux", "kill-session", "-t", first], check=True)
-        start(second, env)
-        screen = wait_screen(second, run_ids[0], timeout=30)
+        tmux(sock, "kill-session", "-t", "first")
+        wait_gone(console_pid, timeout=15)  # the console really ended
+        assert "first" not in tmux(sock, "list-sessions", "-F", "#{session_name}")
+        start(sock, "second", env)
+        screen = wait_screen(sock, "second", run_ids[0], timeout=30)
         assert "Pass" in screen
         assert "runs keep going" in screen
     finally:
-        for s in (first, second):
-            subprocess.run(["tmux", "kill-session", "-t", s], capture_output=True, check=False)
-
-
-def tmux(sock: str, *args: str, check: bool = True) -> str:
-    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, check=check).stdout
+        tmux(sock, "kill-server", check=False)
 
 
 def wait_pane(sock: str, target: str, needles: tuple[str, ...], timeout: float) -> str:

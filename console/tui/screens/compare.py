@@ -18,10 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Label, Static
+from textual.widgets import DataTable, Header, Label, Static
 
 from console.compare.render import gib, match_line, metric_table, num, pct, timing_table
 from console.tui.messages import TaskDone
+from console.tui.widgets.footer import ConsoleFooter
 
 LARGE = (120, 40)  # plots instead of sparklines from this terminal size on
 VERDICT_CLASS = {"Same": "badge-pass", "Changed": "badge-fail", "Inconclusive": "badge-blocked"}
@@ -91,7 +92,7 @@ class CompareScreen(Screen[None]):
         yield Static("comparing...", markup=False, id="cmp-verdict")
         yield Static("", markup=False, id="cmp-match")
         yield VerticalScroll(id="cmp-body")
-        yield Footer()
+        yield ConsoleFooter()
 
     def _title(self) -> str:
         return f"base {self.baseline.name}  vs  cand {self.candidate.name}"

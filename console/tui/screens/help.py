@@ -17,6 +17,8 @@ HELP_TEXT = """\
 
 [b]Home[/b]       n  new run    enter  open run    l  open a log (triage)
            r  report     c  cancel run (asks first)
+           m  mark baseline    C  compare: marked vs highlighted run,
+           or it vs the latest run like it
 
 [b]Monitor[/b]    1-6  tabs: Log Steps Metrics System Findings Verdict
            /  search     n N  next/previous match
@@ -24,7 +26,9 @@ HELP_TEXT = """\
            space  follow/pause    \\[ ]  previous/next step's log
            f  rerun with fix    enter on a finding: go to its line
            (anywhere in the file)    r  report    c  cancel run
+           C  compare (the marked baseline or the latest run like it)
 
+[b]Compare[/b]    s  swap sides    r  refresh
 [b]Report[/b]     s  save to report.md    c  copy (terminal clipboard)
 [b]Triage[/b]     up/down  findings: cause, evidence, remedy, advice
            enter/g  go to its line (any size of log)   o  open a log

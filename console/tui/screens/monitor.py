@@ -506,9 +506,10 @@ class MonitorScreen(Screen[None]):
             procs = list(dev.get("procs") or [])
             ours = sum(float(p.get("mem") or 0) for p in procs if p.get("ours"))
             if procs:
-                how = " (by device: no NVML PID is the run's)" if dev.get("attribution") == "by-device" else ""
                 lines.append(f"     this run {human_bytes(ours)}, others "
-                             f"{human_bytes(sum(float(p.get('mem') or 0) for p in procs) - ours)}{how}\n")
+                             f"{human_bytes(sum(float(p.get('mem') or 0) for p in procs) - ours)}\n")
+                if dev.get("attribution") == "by-device":  # its own line: with it the one above passed 80
+                    lines.append("     (by device: no NVML PID is the run's)\n", style="dim")
             elif dev.get("procs_status", "ok") != "ok":
                 lines.append(f"     processes unknown ({dev.get('procs_status')})\n", style="dim")
             for proc in procs:
