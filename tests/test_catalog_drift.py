@@ -207,3 +207,14 @@ def test_doctor_reads_the_vendored_bridge_gitlink(tmp_path):
     (repo / rel).mkdir(parents=True)
     assert gitlink(repo, rel) == pinned
     assert gitlink(repo, "nope") is None
+
+
+def test_checkout_drift_shows_in_the_new_run_preview(repos):
+    """The New run screen's command preview (F2) names the drift above the commands."""
+    from console.tui.screens.newrun import render_preview
+
+    plan = build_plan(spec("nemo-rl", repos))
+    assert plan.drift
+    text = render_preview(plan).plain
+    head, _, _ = text.partition("1. ")
+    assert "catalog drift: bridge-checks: tests/unit_tests/models/test_model_provider_mixin.py does not exist" in head

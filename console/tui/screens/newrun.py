@@ -18,7 +18,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, TextArea
 
-from console.redact import redact_env
+from console.redact import redact_env, redact_text
 from console.spec import FRAMEWORKS, RunSpec
 from console.tui import backend
 from console.tui.messages import TaskDone
@@ -537,6 +537,8 @@ def render_preview(plan: Any) -> Text:
     text.append("Commands that will run\n", style="bold")
     for w in data.get("warnings") or []:
         text.append(f"! {w}\n", style="yellow")
+    for d in data.get("drift") or []:  # the checkout lacks what a step names: launch blocks (F3 shows it)
+        text.append(f"catalog drift: {redact_text(str(d.get('message')))}\n", style="bold red")
     if "{run_dir}" in str(data.get("steps")):
         text.append("{run_dir} is the run's own folder, created at launch\n", style="dim")
     for i, step in enumerate(data.get("steps") or [], 1):
