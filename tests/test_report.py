@@ -215,3 +215,18 @@ def test_rerun_with_fix_and_preflight_are_in_the_evidence(tmp_path: Path) -> Non
     assert ("- Rerun: of run 20261121-220000-nemo-rl-l0 with the remedy for cuda_graph_crash applied: "
             "unset ROCR_VISIBLE_DEVICES, policy.generation.mcore_generation_config.num_cuda_graphs=null") in md
     assert "- Preflight (rl-console doctor): warn: stale_ray warn (raylet pid 42 is running)" in md
+
+
+def test_metrics_outside_the_run_folder_are_not_evidence(tmp_path: Path) -> None:
+    """A step's metrics_json in the repo checkout (another run may have written it) is never read:
+    with no metrics.json in the run folder, the report has no metrics evidence."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "metrics.json").write_text(json.dumps({"train/loss": {"1": float("nan")}}))
+    steps = nemo_steps()
+    steps[-1] = {**steps[-1], "cwd": str(repo), "metrics_json": "tests/metrics.json"}
+    run = make_run(tmp_path / "runs", "nemo-rl", steps, NEMO_LOGS)
+    v = run_verdict(run)
+    capture = next(d for d in v["deliverables"] if d["name"] == "Metrics/log capture")
+    assert "nan" not in json.dumps(capture).lower(), capture
+    assert str(repo) not in json.dumps(v), v

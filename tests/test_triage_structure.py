@@ -1,8 +1,8 @@
 """The engine decides from structure (issue 12, Build 2), shown on real excerpts.
 
 Every log under ``fixtures/triage/real/`` is an excerpt as pasted in a public issue thread, copied
-from the tuning split of the project corpus or from the shared corpus; ``real/sources.json`` gives
-its source URL and corpus id.
+from the tuning split of the project corpus, from the shared corpus, or from another public thread found
+with the issues search (never a held-out one); ``real/sources.json`` gives its source URL and corpus id.
 """
 
 from __future__ import annotations
@@ -279,3 +279,82 @@ def test_console_cancel_of_a_step_is_cancelled_in_the_run_verdict(tmp_path: Path
     assert res["verdict"] == "Cancelled"
     assert res["steps"]["train"]["verdict"] == "Cancelled"
     assert res["steps"]["train"]["primary"]["class"] == "cancelled"
+
+
+# --- generalisation (issue 12, second round): structure over literals ---------------------------
+
+def _tri_text(tmp_path: Path, text: str, exit_code: int | None = None) -> dict:
+    p = tmp_path / "g.log"
+    p.write_text(text)
+    return triage_files([p], exit_code=exit_code)
+
+
+@pytest.mark.parametrize(("line", "cls"), [
+    # the module of an exception type no entry names gives its area (library wording, not a corpus case)
+    ("ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.", "ray_cluster"),
+    ("ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.", "ray_cluster"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     "nccl"),
+    ("datasets.exceptions.DataFilesNotFoundError: No (supported) data files found in org/name", "data_missing"),
+    ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+     "'namespace/repo_name': '/data/models/x'.", "hf_offline_missing"),
+    # wrappers and Hub server errors say nothing about the area: unknown_error
+    ("huggingface_hub.errors.HfHubHTTPError: 500 Server Error: Internal Server Error for url: x", "unknown_error"),
+    ("ray.exceptions.RayTaskError: ray::Worker.run() (pid=1, ip=10.0.0.1)", "unknown_error"),
+    ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "unknown_error"),
+])
+def test_exception_module_names_its_area(tmp_path: Path, line: str, cls: str) -> None:
+    res = _tri_text(tmp_path, "Traceback (most recent call last):\n"
+                              '  File "/x/train.py", line 3, in <module>\n' + line + "\n")
+    assert res["primary"]["class"] == cls, res["primary"]
+
+
+@pytest.mark.parametrize(("line", "cls"), [
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/root/data/gsm8k/train.parquet'", "data_missing"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'examples/configs/grpo_math_8B.yaml'",
+     "catalog_drift"),
+    ("/bin/bash: line 1: /workspace/scripts/run_local.sh: No such file or directory", "catalog_drift"),
+    ("python: can't open file '/opt/repo/examples/run_grpo_math.py': [Errno 2] No such file or directory",
+     "catalog_drift"),
+    ("Cannot find primary config 'grpo_trainer_v2'. Check that it's in your config search path.", "catalog_drift"),
+])
+def test_a_missing_path_is_data_or_drift_by_its_shape(tmp_path: Path, line: str, cls: str) -> None:
+    assert _tri_text(tmp_path, line + "\n")["primary"]["class"] == cls
+
+
+def test_rocm_visible_devices_context_names_an_unexplained_crash(tmp_path: Path) -> None:
+    crash = ("Traceback (most recent call last):\n"
+             '  File "/x/a.py", line 111, in <module>\n'
+             "    ray.get(actor.ping.remote())\n")
+    res = _tri_text(tmp_path, "(GPUActor pid=1) ROCR_VISIBLE_DEVICES: 0,1\n" + crash)
+    assert res["primary"]["class"] == "rocr_visible_devices" and res["verdict"] == "Blocked"
+    assert _tri_text(tmp_path, crash)["primary"]["class"] == "unknown_error"  # no ROCm context: unnamed
+    named = _tri_text(tmp_path, "HIP_VISIBLE_DEVICES=0\ntorch.OutOfMemoryError: CUDA out of memory.\n")
+    assert named["primary"]["class"] == "cuda_oom"  # a named cause keeps its class
+
+
+def test_training_loop_finished_makes_a_death_a_teardown_crash_never_a_pass(tmp_path: Path) -> None:
+    done = ("Train epoch [3/3]:  88%|████▊ | 7/8 [00:13<00:01,  1.83s/it, act_loss=0.795]\n"
+            "Train epoch [3/3]: 100%|██████| 8/8 [00:15<00:00,  1.85s/it, act_loss=-0.722]\n")
+    crash = "Traceback (most recent call last):\n" '  File "/x/runpy.py", line 196, in _run_module_as_main\n'
+    res = _tri_text(tmp_path, done + crash)
+    assert res["primary"]["class"] == "teardown_crash" and res["verdict"] == "Fail"
+    assert _tri_text(tmp_path, done)["verdict"] == "Incomplete"  # finished the loop, exit not seen: no Pass
+    early = "Train epoch [2/3]: 100%|██████| 8/8 [00:15<00:00,  1.85s/it]\n"  # not the last epoch
+    assert _tri_text(tmp_path, early + crash)["primary"]["class"] == "unknown_error"
+
+
+def test_check_metrics_measured_value_against_threshold(tmp_path: Path) -> None:
+    res = _tri_text(tmp_path, '| `grpo_topp_topk` | ❌ fail | max(data["train/token_mult_prob_error"]) < 1.06 '
+                              "(measured 1.078). |\n")
+    assert res["primary"]["class"] == "metric_failure"
+    ok = _tri_text(tmp_path, '| `grpo_topp_topk` | ✅ pass | max(data["train/token_mult_prob_error"]) < 1.06 |\n')
+    assert ok["primary"] is None
+
+
+def test_fp16_loss_scale_collapse_is_a_metric_failure_early_skips_are_not(tmp_path: Path) -> None:
+    skip = "[INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+    early = "".join(f"{skip}Attempted loss scale: {2 ** k}, reducing to {2 ** (k - 1)}\n" for k in (16, 15, 14))
+    assert _tri_text(tmp_path, early)["primary"] is None
+    stuck = "".join(f"{skip}Attempted loss scale: 1, reducing to 1\n" for _ in range(3))
+    assert _tri_text(tmp_path, stuck)["primary"]["class"] == "metric_failure"

@@ -89,7 +89,7 @@ def _metrics_path(run_dir: Path, plan_steps: list[dict[str, Any]]) -> Path | Non
         p = Path(_subst(mj, run_dir))
         if not p.is_absolute():
             p = Path(_subst(s.get("cwd") or "", run_dir)) / p
-        if p.is_file():
+        if p.is_file() and p.resolve().is_relative_to(run_dir.resolve()):  # the run folder's evidence only
             return p
     return None
 
