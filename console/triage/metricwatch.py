@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 LITERALS = ("grad_norm", "grad norm", "Grad norm", "grad-norm", "gradient norm", "reward", "Reward")
 
