@@ -317,9 +317,13 @@ def test_exception_module_names_its_area(tmp_path: Path, line: str, cls: str) ->
     ("python: can't open file '/opt/repo/examples/run_grpo_math.py': [Errno 2] No such file or directory",
      "catalog_drift"),
     ("Cannot find primary config 'grpo_trainer_v2'. Check that it's in your config search path.", "catalog_drift"),
+    ("In 'config': Could not find 'algo/ppo_v2'", "catalog_drift"),
+    # container start-up noise, not a step of the run: no finding
+    ("bash: /opt/conda/etc/profile.d/conda.sh: No such file or directory", None),
+    ("ERROR: Could not find 'ninja'", None),
 ])
-def test_a_missing_path_is_data_or_drift_by_its_shape(tmp_path: Path, line: str, cls: str) -> None:
-    assert _tri_text(tmp_path, line + "\n")["primary"]["class"] == cls
+def test_a_missing_path_is_data_or_drift_by_its_shape(tmp_path: Path, line: str, cls: str | None) -> None:
+    assert (_tri_text(tmp_path, line + "\n")["primary"] or {}).get("class") == cls
 
 
 def test_rocm_visible_devices_context_names_an_unexplained_crash(tmp_path: Path) -> None:
