@@ -219,6 +219,34 @@ def test_live_gated_feed_publishes_the_same_findings() -> None:
     assert gated.skipped > 2 * gated.fed  # (the random tail is dense in literals)
 
 
+def test_marker_and_metric_only_lines_same_as_the_whole_feed() -> None:
+    """feed()'s cheap path for lines whose literals only select markers or metrics (no traceback open)
+    against the whole of feed() on every line: fixtures, corpus, an RL-shaped log, a random log."""
+    rl_log = _rl_log_module()
+    data = b"".join(rl_log.rl_chunks(300_000, seed=5, failure="nan", fail_at=0.7))
+    data += _random_log(random.Random(4), 800)
+    sources = [p.read_text(errors="replace").splitlines() for p in sorted(FIXTURES.rglob("*.log"))]
+    sources += [ex.splitlines() for _, ex in _corpus_cases()]
+    sources.append(data.decode(errors="replace").split("\n"))
+    cheap_lines = 0
+    for lines in sources:
+        cheap, whole = TriageEngine("unknown"), TriageEngine("unknown")
+        whole._light_literals = frozenset()  # never the cheap path
+        calls = 0
+
+        def count(lineno: int, text: str, present: set[str], _f: Any = cheap._feed_markers_only) -> Any:
+            nonlocal calls
+            calls += 1
+            return _f(lineno, text, present)
+
+        cheap._feed_markers_only = count  # type: ignore[method-assign]
+        for lineno, text in enumerate(lines, 1):
+            assert cheap.feed(lineno, text) == whole.feed(lineno, text), (lineno, text)
+        assert cheap.result(1) == whole.result(1)
+        cheap_lines += calls
+    assert cheap_lines > 100  # the cheap path was taken (progress bars, banners, verl step lines)
+
+
 # ---------------------------------------------------------------------------------------- the pieces
 
 def _all_lines() -> list[str]:

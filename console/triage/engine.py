@@ -160,6 +160,7 @@ class TriageEngine:
             for lit in m.literals:
                 self._markers_by_lit.setdefault(lit, []).append(i)
         self.literals = literals  # every literal feed() looks for (see literal_roles)
+        self._light_literals = self._markers_and_metrics_only()
         self._line_ac = _line_automaton(literals)
         self._findings: dict[tuple[str, str], Finding] = {}
         self._order: list[Finding] = []
@@ -212,6 +213,8 @@ class TriageEngine:
             if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
                 return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
+        if not self.wants_more and present <= self._light_literals and not any(w in text for w in EXCEPTION_WORDS):
+            return self._feed_markers_only(lineno, text, present)
         count = 1
         if "[repeated" in text:
             m = _REPEATED_RE.search(text)
@@ -249,7 +252,8 @@ class TriageEngine:
                     new.append(added)
                 if tb is not None:
                     tb.classified = True
-        if not handled and tb is None and _ERROR_LEVEL_RE.search(text) and not (rule and rule.verdict == "Noise"):
+        if (not handled and tb is None and not present.isdisjoint(ERROR_LEVEL_LITERALS)
+                and _ERROR_LEVEL_RE.search(text) and not (rule and rule.verdict == "Noise")):
             f = self._component_finding(body, lineno)
             if f is not None:
                 added = self._add_finding(f, count)
@@ -360,6 +364,30 @@ class TriageEngine:
         self.last_line = max(self.last_line, lineno)
         if self._detect and lineno > DETECT_LINES:
             self._detect = False
+
+    # ------------------------------------------------------------------ cheap path for marker / metric lines
+    # A line (outside a traceback) whose literals only select markers or the metric watcher, and with no
+    # word the exception-line regex needs, can change nothing but the progress / context state and the
+    # metric watcher: feed() would find no traceback structure (its literals are absent), no rule (no
+    # rule literal), no import, no error level (ERROR_LEVEL_LITERALS absent) and no exception line.
+
+    def _markers_and_metrics_only(self) -> frozenset[str]:
+        """Literals that select markers or the metric watcher and nothing else feed() acts on."""
+        rule_lits = {lit for r in self.cat.rules for lit in r.literals}
+        marker_lits = {lit for m in self.cat.markers for lit in m.literals}
+        others = set(STRUCTURE_LITERALS) - _METRIC_SET
+        return frozenset((marker_lits | _METRIC_SET) - rule_lits - others - {"[repeated"})
+
+    def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+        """feed() for a line whose literals are all in ``_light_literals`` and that holds no
+        EXCEPTION_WORDS, with no traceback open: the same state changes, in the same order."""
+        if self._detect:
+            self._detect_framework(text)
+        body = split_prefix(text)[1]
+        self._markers(body, lineno, present)
+        if any(lit in body for lit in METRIC_LITERALS):
+            return [f.to_dict() for f in self._metric_findings(lineno, body)]
+        return []
 
     # ------------------------------------------------------------------ internals
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
 from console.monitor.text import clean_line
-from console.triage.engine import TriageEngine
+from console.triage.engine import STRUCTURE_LITERALS, TriageEngine
 from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
 
 CHUNK = 16 << 20
@@ -88,6 +88,14 @@ def _hit_finder(pats: list[bytes], split_by_ansi: bool) -> tuple[Callable[[Any],
     return find_ac, "aho-corasick", allp
 
 
+def marker_only_literals(engine: TriageEngine) -> frozenset[str]:
+    """Literals of feed() that only select markers (no rule, no traceback structure, no metric): a
+    marker changes the engine's state only where its regex matches."""
+    rule_lits = {lit for r in engine.cat.rules for lit in r.literals}
+    marker_lits = {lit for m in engine.cat.markers for lit in m.literals}
+    return frozenset(marker_lits - rule_lits - set(STRUCTURE_LITERALS) - engine.literal_roles()["inert"])
+
+
 class LineGate:
     """Decides whether ``engine.feed`` can change anything for one line (outside a traceback).
 
@@ -101,8 +109,12 @@ class LineGate:
         self.engine = engine
         self.roles = roles
         self._engine_lits = frozenset(engine.literals)
-        self._must = roles["feed"] | roles["guards"]
-        self._rule_lits = roles["rule"]
+        # literals that select markers and nothing else: like rule-only literals, a line holding only
+        # those (and no guard word) changes nothing unless one of their markers' regexes may match it
+        marker_only = marker_only_literals(engine)
+        self._sure = roles["feed"] - marker_only  # a line with one of these goes straight to feed()
+        self._must = self._sure | roles["guards"]
+        self._rule_lits = roles["rule"] | marker_only
         factors: dict[int, Factors] = {}
         self._factors_by_lit: dict[str, tuple[Factors, ...]] = {}
         self._rules_by_lit: dict[str, tuple[int, ...]] = {}
@@ -112,6 +124,11 @@ class LineGate:
                     f = factors.setdefault(i, required(rule.regex))
                     self._factors_by_lit[lit] = (*self._factors_by_lit.get(lit, ()), f)
                     self._rules_by_lit[lit] = (*self._rules_by_lit.get(lit, ()), i)
+        for m in engine.cat.markers:
+            mf = required(m.regex)
+            for lit in m.literals:
+                if lit in marker_only:
+                    self._factors_by_lit[lit] = (*self._factors_by_lit.get(lit, ()), mf)
         lits = sorted(self._engine_lits | roles["guards"])
         self._ac: Any = None
         try:
@@ -152,7 +169,7 @@ class LineGate:
         pats = [x.encode() for x in self.chunk_literals()]
         find, name, allp = _hit_finder(pats, True)
         keyed = {lit.encode(): lit for lit in self._keyed} if self._key_ac is not None else {}
-        sure = {lit.encode() for lit in self.roles["feed"]}
+        sure = {lit.encode() for lit in self._sure}
         # True: a literal feed() acts on (the line goes straight to it); the literal when it is a keyed
         # rule-only literal; None for anything else (an ANSI-split prefix, a guard word, an unkeyed rule
         # literal: needs_feed decides)

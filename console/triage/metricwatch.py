@@ -13,6 +13,7 @@ import math
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 LITERALS = ("grad_norm", "grad norm", "Grad norm", "grad-norm", "gradient norm", "reward", "Reward")
 
@@ -39,6 +40,7 @@ class Anomaly:
     evidence: str
 
 
+@lru_cache(maxsize=4096)  # a pure function of the key; the same keys repeat on every step
 def _kind(key: str) -> str | None:
     k = key.lower()
     if "grad" in k and "norm" in k:
@@ -91,6 +93,8 @@ class MetricWatch:
                 where = f" at step {a.step}" if a.step is not None else ""
                 a.evidence = f"{a.evidence}{where}: {body.strip()[:200]}"
                 out.append(a)
+            if len(seen) == 2:  # both kinds read: later pairs would be skipped (saves scanning the rest)
+                break
         return out
 
     def _check_grad(self) -> Anomaly | None:
