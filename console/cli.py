@@ -135,9 +135,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
 
     sp = sub.add_parser("compare", help="baseline vs candidate: did the numbers move?")
-    from console.compare.cli import add_compare_arguments
-
-    add_compare_arguments(sp)
+    # the arguments are declared here, not in console.compare: importing that package pulls in the
+    # plan builder (hydra), which every other command would then pay for at start-up
+    sp.add_argument("baseline", metavar="BASE", help="baseline run: id, unique prefix, path or 'last'")
+    sp.add_argument("candidate", metavar="CANDIDATE", help="candidate run: id, unique prefix, path or 'last'")
+    sp.add_argument("--runs-dir", default=None)
+    sp.add_argument("--json", action="store_true", help="the whole comparison as JSON (for scripts)")
+    sp.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL[,ABS]",
+                    help="override a metric's tolerance (repeatable), e.g. reward=0.1,0.02")
+    sp.add_argument("--last-k", type=int, default=None, metavar="K",
+                    help="means over the last K common steps (default from compare.toml)")
 
     sp = sub.add_parser("tui", help="open the console (same as no command)")
     sp.add_argument("--runs-dir", default=None)

@@ -16,17 +16,6 @@ from console.runs.store import RunStore
 from console.spec import default_runs_dir
 
 
-def add_compare_arguments(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("baseline", metavar="BASE", help="baseline run: id, unique prefix, path or 'last'")
-    sp.add_argument("candidate", metavar="CANDIDATE", help="candidate run: id, unique prefix, path or 'last'")
-    sp.add_argument("--runs-dir", default=None)
-    sp.add_argument("--json", action="store_true", help="the whole comparison as JSON (for scripts)")
-    sp.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL[,ABS]",
-                    help="override a metric's tolerance (repeatable), e.g. reward=0.1,0.02")
-    sp.add_argument("--last-k", type=int, default=None, metavar="K",
-                    help="means over the last K common steps (default from compare.toml)")
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     store = RunStore(Path(args.runs_dir or default_runs_dir()).expanduser())
     tolerances = [parse_tolerance(t) for t in args.tolerance or []]
