@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from console import exitcodes
@@ -61,27 +60,3 @@ def cmd_triage(args: argparse.Namespace) -> int:
     else:
         _print_human(res)
     return exitcodes.for_verdict(res["verdict"])
-
-
-def resolve_run_dir(run: str, runs_dir: str | None = None) -> Path:
-    """A run given as a folder path, an id, a unique id prefix or ``last`` (see RunStore.resolve)."""
-    from console.runs.store import RunStore
-    from console.spec import default_runs_dir
-
-    return RunStore(Path(runs_dir or default_runs_dir()).expanduser()).resolve(run)
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from console.report import render_json, render_markdown, write_report
-
-    run_dir = resolve_run_dir(args.run, args.runs_dir)
-    data = render_json(run_dir)
-    if args.format == "json":
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        sys.stdout.write(render_markdown(run_dir, data))
-    try:
-        write_report(run_dir, data)
-    except OSError as exc:
-        print(f"rl-console report: warning: could not write report files: {exc}", file=sys.stderr)
-    return 0
