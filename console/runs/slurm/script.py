@@ -217,14 +217,18 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
     cd = f"cd {generic_word(str(cwd), roots)} && " if cwd else ""
     on_failure = step.get("on_failure") or "stop"
     log = f'"${{RUN_DIR}}/logs/{stem}.log"'
-    # srun mode: srun's stderr (its own messages) beside the log; otherwise the step's stderr joins stdout
-    err = f'2>>"${{RUN_DIR}}/logs/"{shlex.quote(stem + SRUN_LOG_SUFFIX)}' if srun else "2>&1"
+    run = f"( {cd}exec {' '.join(words)} )"
+    if srun:  # srun's stderr (its own messages) to srun_messages, which sends slurmstepd's to the log
+        run = (f"{{ trap : TERM INT; {run} 2>&1 >&3 3>&- | srun_messages {shlex.quote(stem)} 3>&-; "
+               f'exit "${{PIPESTATUS[0]}}"; }} 3>&1')
+    else:  # the step's stderr joins its stdout, as in a local run
+        run += " 2>&1"
     title = str(step.get("title") or step["name"]).replace("\n", " ")
     return "\n".join([
         f"# step {index:02d}: {title}",
         f"step_start {index} {shlex.quote(stem)}",
         f": >>{log}",
-        f"( {cd}exec {' '.join(words)} ) {err} </dev/null | redact >>{log}",
+        f"{run} </dev/null | redact >>{log}",
         f'step_end {index} "${{PIPESTATUS[0]}}" {shlex.quote(stem)} {shlex.quote(on_failure)}',
         "",
     ])
@@ -287,6 +291,19 @@ redact() {
     python3) exec python3 -c "$RLC_FILTER_PY" ;;
     *) exec cat ;;
   esac
+}
+# srun_messages STEM: srun's stderr (the task's joins its stdout) to NN-<step>.srun.log, except
+# slurmstepd's own notes (*** STEP ... CANCELLED ... DUE TO TIME LIMIT ***), which go to the step log
+# (as srun's --output file would hold them)
+srun_messages() {
+  trap : TERM INT HUP
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      slurmstepd*) printf '%s\n' "$line" ;;
+      *) printf '%s\n' "$line" >>"${RUN_DIR}/logs/$1.srun.log" ;;
+    esac
+  done
 }
 # step_start INDEX STEM
 step_start() {
