@@ -6,6 +6,8 @@ Real local Slurm (``tests/slurm_cluster.py``)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +19,8 @@ from slurm_cluster import SlurmCluster, cluster_for_tests
 from console.report import write_report
 from console.runs.launch import start_run
 from console.runs.slurm import script
-from console.spec import RunSpec
+from console.spec import RunSpec, SlurmOptions
 
-pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 ENV_SECRET = "planted-env-secret-5a7c1e93"  # not token-shaped: only the literal value can mask it
 ARGV_SECRET = "planted-argv-secret-9d2b4f61"
 PRINT = ("import os, sys\n"
@@ -58,6 +59,8 @@ def _no_secret_anywhere(run_dir: Path) -> list[str]:
     return (run_dir / "logs" / "01-leak.log").read_text().splitlines()
 
 
+@pytest.mark.slurm
+@pytest.mark.timeout(180)
 def test_step_output_is_redacted_on_its_way_to_the_log(cluster: SlurmCluster, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir = _run(tmp_path, monkeypatch)
@@ -66,6 +69,8 @@ def test_step_output_is_redacted_on_its_way_to_the_log(cluster: SlurmCluster, tm
     assert "warning" not in srun_log.lower() and "exit code 3" in srun_log, srun_log
 
 
+@pytest.mark.slurm
+@pytest.mark.timeout(180)
 def test_fallback_filter_when_the_console_interpreter_is_not_on_the_node(
         cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(script, "FILTER_PYTHON", "/nonexistent/rl-console/python")
@@ -75,3 +80,34 @@ def test_fallback_filter_when_the_console_interpreter_is_not_on_the_node(
     assert "python3 fallback" in srun_log, srun_log
     sub = json.loads((run_dir / "slurm" / "submission.json").read_text())
     assert sub["mode"] == "srun"
+
+
+@pytest.mark.parametrize("python", [None, "/nonexistent/rl-console/python"], ids=["console", "python3"])
+def test_ray_sub_driver_steps_are_redacted_too(tmp_path: Path, python: str | None,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """ray.sub mode runs steps without srun (inside the head container): the same filter, run here
+    with bash as ray.sub's COMMAND would. No Slurm needed."""
+    monkeypatch.setattr(script, "FILTER_PYTHON", python)
+    repo = tmp_path / "nemo-rl"
+    repo.mkdir()
+    (repo / "ray.sub").write_text("#!/bin/bash\n")
+    spec = RunSpec(framework="nemo-rl", repo=str(repo), launcher="slurm", env={"HF_TOKEN": ENV_SECRET},
+                   slurm=SlurmOptions(nodes=2, container="img"))
+    run_dir = tmp_path / "run"
+    plan = {"steps": [{"name": "leak", "argv": [sys.executable, "-u", "-c", PRINT, "--hf-token", ARGV_SECRET],
+                       "env": {}, "cwd": str(tmp_path)},
+                      {"name": "never", "argv": ["true"], "env": {}}]}
+    sub = script.render(run_dir, plan, spec)
+    assert sub.mode == "ray.sub" and ENV_SECRET not in sub.script_text and ARGV_SECRET not in sub.script_text
+    (run_dir / "slurm").mkdir(parents=True)
+    driver = run_dir / "slurm" / "driver.sh"
+    driver.write_text(sub.script_text)
+    env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"} | sub.secret_env
+    proc = subprocess.run(["bash", str(driver)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr  # the first step's own code, and the run stops there
+    log = (run_dir / "logs" / "01-leak.log").read_text().splitlines()
+    assert log == ["env token is ***", "argv token is ***", "partial ***"]
+    assert (run_dir / "logs" / "01-leak.exit").read_text().strip() == "3"
+    assert not (run_dir / "logs" / "02-never.exit").exists()
+    assert ENV_SECRET not in proc.stdout + proc.stderr and ARGV_SECRET not in proc.stdout
+    assert ("python3 fallback" in proc.stdout) == (python is not None)
