@@ -105,7 +105,7 @@ def test_plan_runs_to_pass_with_logs_exit_files_and_gpu_samples(cluster: SlurmCl
     assert job_id.isdigit()
     # the generated script is saved in the run folder, quoted, with generic paths
     script = (run_dir / "slurm" / "job.sbatch").read_text()
-    work_line = next(line for line in script.splitlines() if "02-work.log" in line and line.startswith("( "))
+    work_line = next(line for line in script.splitlines() if "02-work.log" in line and line.startswith(("( ", "{ ")))
     assert "export RUN_DIR=" in script and str(run_dir) not in work_line and '"${RUN_DIR}"' in work_line
     assert (run_dir / "slurm" / "submit.sh").read_text().count("sbatch --parsable") == 1
 

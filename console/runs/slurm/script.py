@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import console
 from console.errors import SpecError
 from console.redact import MASK, is_secret_name, redact_env, secret_argv_positions
 from console.runs.state import step_log_name
@@ -56,6 +58,9 @@ class Submission:
         return "\n".join(lines)
 
 
+# The interpreter the batch script runs the redacting log filter with (None: this console's own,
+# ``sys.executable``); it must be visible on the batch host, like the run folder.
+FILTER_PYTHON: str | None = None
 SRUN_LOG_SUFFIX = ".srun.log"  # srun's own messages for a step: logs/NN-<step>.srun.log
 
 
@@ -181,20 +186,18 @@ def gpus_per_node(spec: RunSpec, steps: list[dict[str, Any]]) -> int:
     return -(-wanted // nodes)  # ceil
 
 
-def _srun_to_log(launch_prefix: list[str], stem: str, roots: dict[str, str]) -> list[str]:
-    """With srun, the task's output goes straight to the step log (slurmstepd writes it), so the
-    log holds what the program printed, line for line as in a local run; srun's own messages (task
-    exit notes, launch failures) then go to ``NN-<step>.srun.log`` beside it."""
+def _merge_stderr(launch_prefix: list[str]) -> list[str]:
+    """With srun, the task's stderr joins its stdout inside the task (``sh -c 'exec "$@" 2>&1'``), so
+    srun's stdout carries what the program printed, interleaved as in a local run, and srun's own
+    stderr holds only srun's messages (task exit notes, launch failures): ``NN-<step>.srun.log``."""
     if launch_prefix[:1] != ["srun"]:
         return launch_prefix
-    path = f"{roots['RUN_DIR']}/logs/{stem}.log"
-    if "%" in path:  # srun's file-name patterns (%j, %t...): a literal % is %%
-        path = path.replace("%", "%%")
-    return [launch_prefix[0], f"--output={path}", "--open-mode=append", *launch_prefix[1:]]
+    return [*launch_prefix, "sh", "-c", 'exec "$@" 2>&1', "sh"]
 
 
 def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_prefix: list[str]) -> str:
-    """One step: ``( cd CWD && exec env ... [srun ...] argv ) >log 2>&1`` then its exit file."""
+    """One step: ``( cd CWD && exec env ... [srun ...] argv ) | redact >>log`` then its exit file (the
+    step's own exit status, ``PIPESTATUS[0]``)."""
     stem = step_file_stem(index, step["name"])
     argv = [str(a) for a in step.get("argv") or []]
     if not argv:
@@ -204,7 +207,8 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             raise SpecError(f"step {step['name']!r}: bad environment name {key!r}")
     unset = [str(u) for u in step.get("unset") or []]
-    launch_prefix = _srun_to_log(launch_prefix, stem, roots)
+    srun = launch_prefix[:1] == ["srun"]
+    launch_prefix = _merge_stderr(launch_prefix)
     env_words = ["env"] + [w for u in unset for w in ("-u", shlex.quote(u))]
     env_words += [f"{shlex.quote(k + '=')}{generic_word(v, roots)}" if v else shlex.quote(k + "=")
                   for k, v in env.items()]
@@ -213,14 +217,19 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
     cd = f"cd {generic_word(str(cwd), roots)} && " if cwd else ""
     on_failure = step.get("on_failure") or "stop"
     log = f'"${{RUN_DIR}}/logs/{stem}.log"'
-    out = f'"${{RUN_DIR}}/logs/"{shlex.quote(stem + SRUN_LOG_SUFFIX)}' if launch_prefix[:1] == ["srun"] else log
+    run = f"( {cd}exec {' '.join(words)} )"
+    if srun:  # srun's stderr (its own messages) to srun_messages, which sends slurmstepd's to the log
+        run = (f"{{ trap : TERM INT; {run} 2>&1 >&3 3>&- | srun_messages {shlex.quote(stem)} 3>&-; "
+               f'exit "${{PIPESTATUS[0]}}"; }} 3>&1')
+    else:  # the step's stderr joins its stdout, as in a local run
+        run += " 2>&1"
     title = str(step.get("title") or step["name"]).replace("\n", " ")
     return "\n".join([
         f"# step {index:02d}: {title}",
-        f"step_start {index}",
+        f"step_start {index} {shlex.quote(stem)}",
         f": >>{log}",
-        f"( {cd}exec {' '.join(words)} ) >{out} 2>&1 </dev/null",
-        f"step_end {index} $? {shlex.quote(stem)} {shlex.quote(on_failure)}",
+        f"{run} </dev/null | redact >>{log}",
+        f'step_end {index} "${{PIPESTATUS[0]}}" {shlex.quote(stem)} {shlex.quote(on_failure)}',
         "",
     ])
 
@@ -235,12 +244,75 @@ def _word(arg: str, roots: dict[str, str]) -> str:
     return generic_word(arg, roots)
 
 
+# The fallback filter when the console's interpreter is not visible on the node: python3, standard
+# library only; masks the values of the job's secret-named variables and RL_CONSOLE_SECRET_ARG_N and
+# the common token shapes (not the NAME=value assignments console.redact also masks). Line by line.
+_FALLBACK_FILTER = r"""import os, re, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+W = {"TOKEN", "KEY", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS",
+     "APIKEY", "AUTH", "PAT", "BEARER"}
+def secret(k):
+    ws = [w for w in re.split(r"[_.-]+", k.upper()) if w]
+    return k.startswith("RL_CONSOLE_SECRET_ARG_") or any(w in W for w in ws) or any(
+        w.endswith(f) for w in ws for f in ("TOKEN", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"))
+V = sorted({v for k, v in os.environ.items() if len(v) >= 4 and v != "***" and secret(k)}, key=len, reverse=True)
+T = re.compile(r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+               r"|sk-[A-Za-z0-9_-]{20,}|nvapi-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b")
+out = sys.stdout.buffer
+for raw in iter(sys.stdin.buffer.readline, b""):
+    line = raw.decode("utf-8", "surrogateescape")
+    for v in V:
+        line = line.replace(v, "***")
+    out.write(T.sub("***", line).encode("utf-8", "surrogateescape"))
+    out.flush()
+"""
+
 _RUNNER_HEAD = r"""set -u
 STOP=0
 FIRST_RC=0
 trap 'STOP=1' TERM INT
 mkdir -p "${RUN_DIR}/logs"
-step_start() { printf '[rl-console] step %s started %s on %s\n' "$1" "$(date +%s)" "$(hostname -s)"; }
+# Step output reaches its log through a redacting filter, here on the batch host: the console's own
+# interpreter (console.runs.slurm.logfilter) when the node sees it, else a python3 fallback. The
+# filter reads the secret values from the job's environment; none is written in this script.
+if [ -x "$RLC_PY" ] && PYTHONPATH="$RLC_HOME${PYTHONPATH:+:$PYTHONPATH}" "$RLC_PY" -c 'import console.runs.slurm.logfilter' 2>/dev/null; then
+  RLC_FILTER=console
+elif command -v python3 >/dev/null 2>&1; then
+  RLC_FILTER=python3
+  RLC_FILTER_NOTE="[rl-console] warning: ${RLC_PY} cannot run console.runs.slurm.logfilter on $(hostname -s); step logs are redacted by the python3 fallback (known secret values and token shapes only)"
+else
+  RLC_FILTER=none
+  RLC_FILTER_NOTE="[rl-console] WARNING: NO REDACTION: neither ${RLC_PY} (console.runs.slurm.logfilter) nor python3 runs on $(hostname -s); step logs are written as printed, secrets included"
+fi
+redact() {
+  case "$RLC_FILTER" in
+    console) PYTHONPATH="$RLC_HOME${PYTHONPATH:+:$PYTHONPATH}" exec "$RLC_PY" -m console.runs.slurm.logfilter ;;
+    python3) exec python3 -c "$RLC_FILTER_PY" ;;
+    *) exec cat ;;
+  esac
+}
+# srun_messages STEM: srun's stderr (the task's joins its stdout) to NN-<step>.srun.log, except
+# slurmstepd's own notes (*** STEP ... CANCELLED ... DUE TO TIME LIMIT ***), which go to the step log
+# (as srun's --output file would hold them)
+srun_messages() {
+  trap : TERM INT HUP
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      slurmstepd*) printf '%s\n' "$line" ;;
+      *) printf '%s\n' "$line" >>"${RUN_DIR}/logs/$1.srun.log" ;;
+    esac
+  done
+}
+# step_start INDEX STEM
+step_start() {
+  printf '[rl-console] step %s started %s on %s\n' "$1" "$(date +%s)" "$(hostname -s)"
+  if [ "$RLC_FILTER" != console ]; then
+    printf '%s\n' "$RLC_FILTER_NOTE"
+    printf '%s\n' "$RLC_FILTER_NOTE" >>"${RUN_DIR}/logs/$2.srun.log"
+  fi
+}
 # step_end INDEX RC STEM ON_FAILURE: write the exit file, stop on a failure when asked
 step_end() {
   printf '%s\n' "$2" >"${RUN_DIR}/logs/.$3.exit.tmp" && mv -f "${RUN_DIR}/logs/.$3.exit.tmp" "${RUN_DIR}/logs/$3.exit"
@@ -265,6 +337,10 @@ def _runner(plan: dict[str, Any], spec: RunSpec, run_dir: Path, launch_prefix: l
     lines = ["#!/bin/bash", *header,
              "# Generated by rl-console. Paths are set once here; steps refer to them.",
              *(f"export {var}={shlex.quote(value)}" for var, value in sorted(roots.items())),
+             "# The console's interpreter and package root at submission (the redacting log filter).",
+             f"RLC_PY={shlex.quote(FILTER_PYTHON or sys.executable)}",
+             f"RLC_HOME={shlex.quote(str(Path(console.__file__).resolve().parent.parent))}",
+             f"RLC_FILTER_PY={shlex.quote(_FALLBACK_FILTER)}",
              _RUNNER_HEAD]
     for i, step in enumerate(steps, start=1):
         prefix = list(launch_prefix)
