@@ -104,7 +104,9 @@ class MetricWatch:
         if not math.isfinite(g0[2]) and not math.isfinite(g1[2]):
             return Anomaly("grad_norm_nonfinite", g0[0], [g0[0], g1[0]], g0[1],
                            f"grad norm {g0[2]} then {g1[2]} on consecutive reports")
-        if len(self.grad_before) >= 3 and math.isfinite(g0[2]) and math.isfinite(g1[2]):
+        # the median is only needed when both values reach EXPLODE_MIN (the usual line: no sort at all)
+        if (len(self.grad_before) >= 3 and math.isfinite(g0[2]) and math.isfinite(g1[2])
+                and min(g0[2], g1[2]) >= EXPLODE_MIN):
             prev = sorted(self.grad_before)
             base = prev[len(prev) // 2]
             if base > 0 and min(g0[2], g1[2]) >= max(EXPLODE_MIN, EXPLODE_RATIO * base):
@@ -114,6 +116,11 @@ class MetricWatch:
 
     def _check_reward(self) -> Anomaly | None:
         if len(self.reward_before) < 3 or len(self.reward) < COLLAPSE_STEPS:
+            return None
+        last = self.reward[-1][2]
+        # the median is at most the largest earlier value (all finite): a newest value above that bound
+        # cannot be part of a collapse, so the usual line needs no sort
+        if not math.isfinite(last) or last > COLLAPSE_FRACTION * max(self.reward_before):
             return None
         before = sorted(self.reward_before)
         peak = before[len(before) // 2]  # the median level: robust to a single lucky batch
