@@ -203,17 +203,19 @@ class TriageEngine:
     def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
         if "\x1b" in text or "\r" in text:
             text = clean_line(text)
-        self.last_line = max(self.last_line, lineno)
+        if lineno > self.last_line:
+            self.last_line = lineno
         if self._detect and lineno > DETECT_LINES:
             self._detect = False
         present = self._present(text)
-        if not self.wants_more and (not present or present <= _METRIC_SET):
+        busy = self.wants_more
+        if not busy and (not present or present <= _METRIC_SET):
             if self._detect:
                 self._detect_framework(text)
             if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
                 return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
-        if not self.wants_more and present <= self._light_literals and not any(w in text for w in EXCEPTION_WORDS):
+        if not busy and present <= self._light_literals and not any(w in text for w in EXCEPTION_WORDS):
             return self._feed_markers_only(lineno, text, present)
         count = 1
         if "[repeated" in text:

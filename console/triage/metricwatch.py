@@ -65,7 +65,10 @@ class MetricWatch:
     found: set[str] = field(default_factory=set)
 
     def feed(self, lineno: int, body: str) -> list[Anomaly]:
-        step_m = _STEP.search(body)
+        # _STEP needs "step" or "iteration": their letters t, e, p, r, a, o, n have no case-insensitive
+        # match outside ASCII, so the lowercased line holds "tep" or "ration" wherever it can match
+        low = body.lower()
+        step_m = _STEP.search(body) if "tep" in low or "ration" in low else None
         step = int(step_m.group(1)) if step_m else None
         out: list[Anomaly] = []
         seen: set[str] = set()
