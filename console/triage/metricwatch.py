@@ -40,6 +40,17 @@ class Anomaly:
     evidence: str
 
 
+def find_step(body: str) -> int | None:
+    """The step number _STEP reads in the line, if any."""
+    # _STEP needs "step" or "iteration": their letters t, e, p, r, a, o, n have no case-insensitive
+    # match outside ASCII, so the lowercased line holds "tep" or "ration" wherever it can match
+    low = body.lower()
+    if "tep" not in low and "ration" not in low:
+        return None
+    m = _STEP.search(body)
+    return int(m.group(1)) if m else None
+
+
 @lru_cache(maxsize=4096)  # a pure function of the key; the same keys repeat on every step
 def _kind(key: str) -> str | None:
     k = key.lower()
@@ -65,11 +76,7 @@ class MetricWatch:
     found: set[str] = field(default_factory=set)
 
     def feed(self, lineno: int, body: str) -> list[Anomaly]:
-        # _STEP needs "step" or "iteration": their letters t, e, p, r, a, o, n have no case-insensitive
-        # match outside ASCII, so the lowercased line holds "tep" or "ration" wherever it can match
-        low = body.lower()
-        step_m = _STEP.search(body) if "tep" in low or "ration" in low else None
-        step = int(step_m.group(1)) if step_m else None
+        step = find_step(body)
         out: list[Anomaly] = []
         seen: set[str] = set()
         for m in _PAIR.finditer(body):
