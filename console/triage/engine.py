@@ -67,6 +67,7 @@ DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 # with the literals, what line-skipping scanners look for (see TriageEngine.literal_roles).
 EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure")
 PYTEST_FRAME_LITERAL = ": in "
+_EXCEPTION_WORD_RE = re.compile("|".join(EXCEPTION_WORDS))  # any(w in text for w in EXCEPTION_WORDS), faster
 
 
 def _line_automaton(literals: list[str]) -> Any:
@@ -203,17 +204,19 @@ class TriageEngine:
     def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
         if "\x1b" in text or "\r" in text:
             text = clean_line(text)
-        self.last_line = max(self.last_line, lineno)
+        if lineno > self.last_line:
+            self.last_line = lineno
         if self._detect and lineno > DETECT_LINES:
             self._detect = False
         present = self._present(text)
-        if not self.wants_more and (not present or present <= _METRIC_SET):
+        busy = self.wants_more
+        if not busy and (not present or present <= _METRIC_SET):
             if self._detect:
                 self._detect_framework(text)
             if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
                 return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
-        if not self.wants_more and present <= self._light_literals and not any(w in text for w in EXCEPTION_WORDS):
+        if not busy and present <= self._light_literals and _EXCEPTION_WORD_RE.search(text) is None:
             return self._feed_markers_only(lineno, text, present)
         count = 1
         if "[repeated" in text:
@@ -385,7 +388,8 @@ class TriageEngine:
             self._detect_framework(text)
         body = split_prefix(text)[1]
         self._markers(body, lineno, present)
-        if any(lit in body for lit in METRIC_LITERALS):
+        # body is the end of text: no metric literal in text (present), none in body
+        if not present.isdisjoint(_METRIC_SET) and any(lit in body for lit in METRIC_LITERALS):
             return [f.to_dict() for f in self._metric_findings(lineno, body)]
         return []
 

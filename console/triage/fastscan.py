@@ -113,6 +113,7 @@ class LineGate:
         # those (and no guard word) changes nothing unless one of their markers' regexes may match it
         marker_only = marker_only_literals(engine)
         self._sure = roles["feed"] - marker_only  # a line with one of these goes straight to feed()
+        self._marker_only = marker_only
         self._must = self._sure | roles["guards"]
         self._rule_lits = roles["rule"] | marker_only
         factors: dict[int, Factors] = {}
@@ -169,8 +170,9 @@ class LineGate:
         pats = [x.encode() for x in self.chunk_literals()]
         find, name, allp = _hit_finder(pats, True)
         keyed = {lit.encode(): lit for lit in self._keyed} if self._key_ac is not None else {}
-        sure = {lit.encode() for lit in self._sure}
-        # True: a literal feed() acts on (the line goes straight to it); the literal when it is a keyed
+        sure = {lit.encode() for lit in self._sure | self._marker_only}
+        # True: a literal feed() acts on, or one that only selects markers (the line goes straight to feed():
+        # such lines are nearly always progress banners that needs_feed would pass); the literal when it is a keyed
         # rule-only literal; None for anything else (an ANSI-split prefix, a guard word, an unkeyed rule
         # literal: needs_feed decides)
         kinds = [True if p in sure else keyed.get(p) for p in allp or ()]
@@ -286,6 +288,8 @@ def line_text(raw: bytes) -> str:
         raw = raw[:LINE_CAP]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
+    if b"\x1b" not in raw and b"\r" not in raw and b"\x00" not in raw:
+        return raw.decode("utf-8", errors="replace")  # what clean_line leaves of it (no newline in raw)
     return clean_line(raw)
 
 

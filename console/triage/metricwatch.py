@@ -40,6 +40,17 @@ class Anomaly:
     evidence: str
 
 
+def find_step(body: str) -> int | None:
+    """The step number _STEP reads in the line, if any."""
+    # _STEP needs "step" or "iteration": their letters t, e, p, r, a, o, n have no case-insensitive
+    # match outside ASCII, so the lowercased line holds "tep" or "ration" wherever it can match
+    low = body.lower()
+    if "tep" not in low and "ration" not in low:
+        return None
+    m = _STEP.search(body)
+    return int(m.group(1)) if m else None
+
+
 @lru_cache(maxsize=4096)  # a pure function of the key; the same keys repeat on every step
 def _kind(key: str) -> str | None:
     k = key.lower()
@@ -65,8 +76,7 @@ class MetricWatch:
     found: set[str] = field(default_factory=set)
 
     def feed(self, lineno: int, body: str) -> list[Anomaly]:
-        step_m = _STEP.search(body)
-        step = int(step_m.group(1)) if step_m else None
+        step = find_step(body)
         out: list[Anomaly] = []
         seen: set[str] = set()
         for m in _PAIR.finditer(body):
@@ -104,7 +114,9 @@ class MetricWatch:
         if not math.isfinite(g0[2]) and not math.isfinite(g1[2]):
             return Anomaly("grad_norm_nonfinite", g0[0], [g0[0], g1[0]], g0[1],
                            f"grad norm {g0[2]} then {g1[2]} on consecutive reports")
-        if len(self.grad_before) >= 3 and math.isfinite(g0[2]) and math.isfinite(g1[2]):
+        # the median is only needed when both values reach EXPLODE_MIN (the usual line: no sort at all)
+        if (len(self.grad_before) >= 3 and math.isfinite(g0[2]) and math.isfinite(g1[2])
+                and min(g0[2], g1[2]) >= EXPLODE_MIN):
             prev = sorted(self.grad_before)
             base = prev[len(prev) // 2]
             if base > 0 and min(g0[2], g1[2]) >= max(EXPLODE_MIN, EXPLODE_RATIO * base):
@@ -114,6 +126,11 @@ class MetricWatch:
 
     def _check_reward(self) -> Anomaly | None:
         if len(self.reward_before) < 3 or len(self.reward) < COLLAPSE_STEPS:
+            return None
+        last = self.reward[-1][2]
+        # the median is at most the largest earlier value (all finite): a newest value above that bound
+        # cannot be part of a collapse, so the usual line needs no sort
+        if not math.isfinite(last) or last > COLLAPSE_FRACTION * max(self.reward_before):
             return None
         before = sorted(self.reward_before)
         peak = before[len(before) // 2]  # the median level: robust to a single lucky batch
