@@ -250,6 +250,8 @@ class MonitorScreen(Screen[None]):
         self.call_after_refresh(self._render_log_bar)  # the lines' width is known after layout
 
     def on_run_updated(self, message: RunUpdated) -> None:
+        if not self.is_attached:
+            return  # a snapshot that arrives while the screen is being closed (quit, back): nothing to draw
         snap = message.snapshot
         self.snapshot = snap
         self.updates += 1
@@ -363,6 +365,8 @@ class MonitorScreen(Screen[None]):
     def _render_metrics(self, snap: RunSnapshot) -> None:
         names = sorted(snap.metrics, key=_metric_order)[:MAX_METRIC_ROWS]
         box = self.query_one("#metrics-box", VerticalScroll)
+        if not box.is_attached:
+            return
         if names != self._metric_names:
             self._metric_names = names
             box.remove_children()
