@@ -114,12 +114,25 @@ def step_secrets(cmd: list[str], env: dict[str, str] | os._Environ[str]) -> list
     return values
 
 
+def read_ready(rfd: int, timeout: float = 0.1) -> bytes | None:
+    """What the pipe holds within ``timeout``: None when nothing came (or a signal interrupted the
+    wait), ``b""`` at its end (or on a read error), else the bytes read."""
+    try:
+        ready, _, _ = select.select([rfd], [], [], timeout)
+        if not ready:
+            return None
+        return os.read(rfd, CHUNK)
+    except InterruptedError:
+        return None
+    except OSError:
+        return b""
+
+
 def _pump(child: subprocess.Popen[bytes], rfd: int, writer: RedactingWriter) -> int:
     """Copy the step's output until it exits (and its output is drained); return its exit status."""
     code: int | None = None
     exited_at = 0.0
-    open_ = True
-    while open_:
+    while True:
         if code is None:
             rc = child.poll()
             if rc is not None:
@@ -127,23 +140,13 @@ def _pump(child: subprocess.Popen[bytes], rfd: int, writer: RedactingWriter) -> 
                 exited_at = time.monotonic()
         elif time.monotonic() - exited_at > DRAIN_AFTER_EXIT_S:
             break  # descendants keep the pipe open: stop following them
-        try:
-            ready, _, _ = select.select([rfd], [], [], 0.1)
-        except InterruptedError:
-            continue
-        if ready:
-            try:
-                data = os.read(rfd, CHUNK)
-            except InterruptedError:
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                open_ = False
-            else:
-                writer.feed(data)
-        else:
+        data = read_ready(rfd)
+        if data is None:
             writer.idle()
+        elif not data:
+            break
+        else:
+            writer.feed(data)
     if code is None:
         while True:
             try:

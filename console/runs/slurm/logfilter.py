@@ -15,13 +15,12 @@ output ends, so the last lines reach the log.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import sys
 from collections.abc import Mapping
 
 from console.redact import is_secret_name
-from console.runs.stepwrap import CHUNK, RedactingWriter
+from console.runs.stepwrap import RedactingWriter, read_ready
 
 SECRET_ARG_PREFIX = "RL_CONSOLE_SECRET_ARG_"
 
@@ -33,23 +32,12 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
 
 
 def pump(rfd: int, writer: RedactingWriter) -> None:
-    while True:
-        try:
-            ready, _, _ = select.select([rfd], [], [], 0.1)
-        except InterruptedError:
-            continue
-        if not ready:
+    """Copy the pipe to the writer until its end; a pause flushes a partial line."""
+    while (data := read_ready(rfd)) != b"":
+        if data is None:
             writer.idle()
-            continue
-        try:
-            data = os.read(rfd, CHUNK)
-        except InterruptedError:
-            continue
-        except OSError:
-            data = b""
-        if not data:
-            break
-        writer.feed(data)
+        else:
+            writer.feed(data)
     writer.close()
 
 
