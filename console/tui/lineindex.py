@@ -111,13 +111,17 @@ class LineIndex:
 
     def close(self) -> None:
         with self._lock:
-            if self._fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(self._fd)
-                self._fd = None
-            if self._tailer is not None:
-                self._tailer.close()
-                self._tailer = None
+            self._release()
+
+    def _release(self) -> None:
+        """Close the file and the live tail (the caller holds the lock where one is needed)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        if self._tailer is not None:
+            self._tailer.close()
+            self._tailer = None
 
     def _open(self) -> bool:
         if self._fd is not None:
@@ -248,13 +252,7 @@ class LineIndex:
 
     def _restart(self) -> None:
         """The file was truncated or replaced: index it again from its start."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
-        if self._tailer is not None:
-            self._tailer.close()
-            self._tailer = None
+        self._release()
         self._reset()
         self.generation += 1
 
