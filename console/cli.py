@@ -57,7 +57,9 @@ def catalog_epilog() -> str:
             continue
         lines.append(f"  {name}:")
         lines += [f"    --level {lv.number}  {lv.title}" for lv in cat.levels]
-        lines += [f"    --variant {v.name}  (Level {'/'.join(map(str, v.levels))}) {v.title}" for v in cat.variants]
+        lines += [
+            f"    --variant {v.name}  (Level {'/'.join(map(str, v.levels))}) {v.title}" for v in cat.variants
+        ]
     return "\n".join(lines)
 
 
@@ -80,9 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--headless", action="store_true", help="print progress lines, end with the verdict")
     sp.add_argument("--detach", action="store_true", help="return as soon as the run started")
     sp.add_argument("--no-doctor", action="store_true", help="skip the preflight checks")
-    sp.add_argument("--baseline", default=None, metavar="REF",
-                    help="first run the same plan with the Bridge checkout at REF (a git worktree), then "
-                         "this one, then compare them")
+    sp.add_argument(
+        "--baseline",
+        default=None,
+        metavar="REF",
+        help="first run the same plan with the Bridge checkout at REF (a git worktree), then "
+        "this one, then compare them",
+    )
 
     sp = sub.add_parser("ls", help="list runs")
     sp.add_argument("--runs-dir", default=None)
@@ -127,8 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run")
     sp.add_argument("--runs-dir", default=None)
     sp.add_argument("--format", choices=("md", "json"), default="md")
-    sp.add_argument("--recompute", action="store_true",
-                    help="recompute the verdict from the run folder instead of the one recorded at its end")
+    sp.add_argument(
+        "--recompute",
+        action="store_true",
+        help="recompute the verdict from the run folder instead of the one recorded at its end",
+    )
 
     sp = sub.add_parser("doctor", help="preflight checks only")
     add_spec_arguments(sp)
@@ -141,20 +150,35 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("candidate", metavar="CANDIDATE", help="candidate run: id, unique prefix, path or 'last'")
     sp.add_argument("--runs-dir", default=None)
     sp.add_argument("--json", action="store_true", help="the whole comparison as JSON (for scripts)")
-    sp.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL[,ABS]",
-                    help="override a metric's tolerance (repeatable), e.g. reward=0.1,0.02")
-    sp.add_argument("--last-k", type=int, default=None, metavar="K",
-                    help="means over the last K common steps (default from compare.toml)")
+    sp.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        metavar="METRIC=REL[,ABS]",
+        help="override a metric's tolerance (repeatable), e.g. reward=0.1,0.02",
+    )
+    sp.add_argument(
+        "--last-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="means over the last K common steps (default from compare.toml)",
+    )
 
     sp = sub.add_parser("tui", help="open the console (same as no command)")
     sp.add_argument("--runs-dir", default=None)
     sp.add_argument("--open", dest="open_run", default=None, help="open this run's monitor")
     sp.add_argument("--log", default=None, help="open a log file in the triage screen")
 
-    sp = sub.add_parser("status", help="one short line about the runs (for a shell prompt or tmux status-right)")
+    sp = sub.add_parser(
+        "status", help="one short line about the runs (for a shell prompt or tmux status-right)"
+    )
     sp.add_argument("--runs-dir", default=None)
-    sp.add_argument("--tmux", action="store_true", help="with tmux colour codes: set -g status-right "
-                    "'#(rl-console status --tmux)'")
+    sp.add_argument(
+        "--tmux",
+        action="store_true",
+        help="with tmux colour codes: set -g status-right '#(rl-console status --tmux)'",
+    )
 
     for action in sub._choices_actions:  # every subcommand's --help starts with what it does
         sub.choices[action.dest].description = action.help
@@ -185,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         if command == "demo":
             args.headless = True  # progress lines and the verdict, no escape codes into a pipe
         else:
-            print("rl-console: stdout is not a terminal: listing runs instead of opening the console",
-                  file=sys.stderr)
+            print(
+                "rl-console: stdout is not a terminal: listing runs instead of opening the console",
+                file=sys.stderr,
+            )
             command, args.json = "ls", False
     try:
         handler = _resolve(HANDLERS[command])

@@ -135,8 +135,12 @@ DOWNSAMPLE_EVERY_S = 60.0  # older ones: one per type per this many seconds
 COMPACT_AT_BYTES = 16 << 20
 
 
-def compact_events(path: Path, now: float | None = None, keep_full_s: float = KEEP_FULL_S,
-                   every_s: float = DOWNSAMPLE_EVERY_S) -> tuple[int, int]:
+def compact_events(
+    path: Path,
+    now: float | None = None,
+    keep_full_s: float = KEEP_FULL_S,
+    every_s: float = DOWNSAMPLE_EVERY_S,
+) -> tuple[int, int]:
     """Downsample ``gpu``/``host`` samples older than ``keep_full_s`` to one per ``every_s`` per type;
     every other event is kept verbatim and in order. The file is replaced atomically (a reader with
     an ``EventCursor`` goes on without loss or repeat). Returns (old size, new size)."""

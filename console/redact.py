@@ -35,7 +35,9 @@ _NAME_HINTS = ("token", "key", "secret", "passw", "passphrase", "credential", "a
 # Only names holding a secret word are candidates (fast on long logs); is_secret_name decides.
 _ASSIGN_RE = re.compile(
     r"(?<![\w.-])([A-Za-z_][\w.-]*?(?:token|key|secret|passw|passphrase|credential|auth|pat|bearer)[\w.-]*)"
-    r"(=[\"']?|: ?[\"']?)([^\s\"',;}\]]+)", re.IGNORECASE)
+    r"(=[\"']?|: ?[\"']?)([^\s\"',;}\]]+)",
+    re.IGNORECASE,
+)
 _WORD_SPLIT_RE = re.compile(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literally in text
 
@@ -44,9 +46,11 @@ MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literall
 def _rules() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
     with open(_CATALOG, "rb") as fh:
         data = tomllib.load(fh)
-    return (frozenset(w.lower() for w in data["secret_words"]),
-            tuple(f.lower() for f in data.get("secret_fragments") or ()),
-            tuple(p.lower() for p in data.get("not_secret") or ()))
+    return (
+        frozenset(w.lower() for w in data["secret_words"]),
+        tuple(f.lower() for f in data.get("secret_fragments") or ()),
+        tuple(p.lower() for p in data.get("not_secret") or ()),
+    )
 
 
 def _last_part(name: str) -> str:
@@ -90,17 +94,30 @@ def secret_argv_positions(argv: list[str]) -> dict[int, tuple[str, str]]:
         if not isinstance(arg, str) or not arg:
             continue
         name, eq, value = arg.partition("=")
-        if eq and value and value != MASK and re.fullmatch(r"[+~-]*[A-Za-z_][\w.\-/]*", name) \
-                and is_secret_name(name):
+        if (
+            eq
+            and value
+            and value != MASK
+            and re.fullmatch(r"[+~-]*[A-Za-z_][\w.\-/]*", name)
+            and is_secret_name(name)
+        ):
             out[i] = (name + "=", value)
         elif _value_is_secret_shaped(arg):
-            out[i] = (name + "=", value) if eq and _value_is_secret_shaped(value) and not _value_is_secret_shaped(name) \
+            out[i] = (
+                (name + "=", value)
+                if eq and _value_is_secret_shaped(value) and not _value_is_secret_shaped(name)
                 else ("", arg)
+            )
         elif i > 0 and i - 1 not in out and arg != MASK:
             prev = argv[i - 1]
-            if isinstance(prev, str) and prev.startswith("-") and "=" not in prev \
-                    and re.fullmatch(r"--?[A-Za-z][\w-]*", prev) and is_secret_name(prev) \
-                    and not arg.startswith("-"):
+            if (
+                isinstance(prev, str)
+                and prev.startswith("-")
+                and "=" not in prev
+                and re.fullmatch(r"--?[A-Za-z][\w-]*", prev)
+                and is_secret_name(prev)
+                and not arg.startswith("-")
+            ):
                 out[i] = ("", arg)
     return out
 
@@ -156,8 +173,14 @@ def redact_obj(obj: Any, secrets: Iterable[str] = ()) -> Any:
     if isinstance(obj, str):
         return redact_text(obj, secrets)
     if isinstance(obj, Mapping):
-        return {k: (MASK if isinstance(v, str) and v and isinstance(k, str) and k.isupper() and is_secret_name(k)
-                    else redact_obj(v, secrets)) for k, v in obj.items()}
+        return {
+            k: (
+                MASK
+                if isinstance(v, str) and v and isinstance(k, str) and k.isupper() and is_secret_name(k)
+                else redact_obj(v, secrets)
+            )
+            for k, v in obj.items()
+        }
     if isinstance(obj, list | tuple):
         return [redact_obj(v, secrets) for v in obj]
     return obj

@@ -35,8 +35,13 @@ def _log_text(run_dir: Path, rel: str | None, limit: int = 64 << 10) -> str:
         return ""
 
 
-def _repo_state(run_dir: Path, plan_steps: list[dict[str, Any]], verdict: dict[str, Any],
-                repo_path: str | None, which: str) -> str | None:
+def _repo_state(
+    run_dir: Path,
+    plan_steps: list[dict[str, Any]],
+    verdict: dict[str, Any],
+    repo_path: str | None,
+    which: str,
+) -> str | None:
     """'<commit> plus dirty files: a, b' from the plan's git rev-parse / git status steps."""
     commit, dirty, seen = None, None, False
     for s in plan_steps:
@@ -54,8 +59,11 @@ def _repo_state(run_dir: Path, plan_steps: list[dict[str, Any]], verdict: dict[s
         if "rev-parse" in argv and out:
             commit = out[-1].strip()
         elif "status" in argv and log:
-            files = [ln[3:].strip() if len(ln) > 3 else ln.strip() for ln in out
-                     if len(ln) > 2 and ln[:2].strip() in ("M", "A", "D", "R", "C", "U", "??", "MM", "AM")]
+            files = [
+                ln[3:].strip() if len(ln) > 3 else ln.strip()
+                for ln in out
+                if len(ln) > 2 and ln[:2].strip() in ("M", "A", "D", "R", "C", "U", "??", "MM", "AM")
+            ]
             dirty = files
     if not seen and not repo_path:
         return None
@@ -103,10 +111,14 @@ def _result_sentence(v: dict[str, Any], spec: dict[str, Any], framework: str) ->
     if verdict == "Pass":
         return f"{label} at Level {levels} met every pass criterion of the requested coverage."
     if verdict == "Blocked":
-        return (f"{label} at Level {levels} was blocked by the environment ({p.get('class', 'setup')}); "
-                "this is not evidence against the Bridge provider.")
+        return (
+            f"{label} at Level {levels} was blocked by the environment ({p.get('class', 'setup')}); "
+            "this is not evidence against the Bridge provider."
+        )
     if verdict == "Fail":
-        what = p.get("class") or next((d["name"] for d in v["deliverables"] if d["status"] == "Fail"), "a deliverable")
+        what = p.get("class") or next(
+            (d["name"] for d in v["deliverables"] if d["status"] == "Fail"), "a deliverable"
+        )
         return f"{label} at Level {levels} failed ({what})."
     if verdict == "Cancelled":
         return f"{label} at Level {levels} was cancelled before the deliverables were decided."
@@ -119,8 +131,11 @@ def _preflight_line(doctor: dict[str, Any]) -> str:
     """``doctor.json`` in one line: its verdict and every check that was not ok."""
     if not doctor.get("verdict"):
         return ""
-    bad = [f"{c.get('id')} {c.get('status')} ({str(c.get('evidence') or '').splitlines()[0][:120]})"
-           for c in doctor.get("checks") or [] if c.get("status") != "ok"]
+    bad = [
+        f"{c.get('id')} {c.get('status')} ({str(c.get('evidence') or '').splitlines()[0][:120]})"
+        for c in doctor.get("checks") or []
+        if c.get("status") != "ok"
+    ]
     return str(doctor["verdict"]) + (": " + "; ".join(bad) if bad else ": every check ok")
 
 
@@ -145,8 +160,9 @@ def _rerun_line(extra: dict[str, Any]) -> str:
     bits += [f"{k}={v}" for k, v in (remedy.get("env") or {}).items()]
     bits += list(remedy.get("overrides") or [])
     what = f" for {remedy['class']}" if remedy.get("class") else ""
-    return (f"of run {extra['linked_from']} with the remedy{what} applied: "
-            + (", ".join(bits) if bits else "no env or override change"))
+    return f"of run {extra['linked_from']} with the remedy{what} applied: " + (
+        ", ".join(bits) if bits else "no env or override change"
+    )
 
 
 RECORDED_KEYS = ("verdict", "deliverables", "limitations", "follow_ups", "steps", "framework")
@@ -168,7 +184,9 @@ def recorded_verdict(run_dir: Path) -> dict[str, Any] | None:
     return triage
 
 
-def render_json(run_dir: Path, recompute: bool = False, verdict: dict[str, Any] | None = None) -> dict[str, Any]:
+def render_json(
+    run_dir: Path, recompute: bool = False, verdict: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The report data. ``verdict``: the run's verdict dict when the caller holds it (the run's end);
     else the recorded one of a finished run, or (``recompute``, or a live run) ``run_verdict``."""
     run_dir = Path(run_dir)
@@ -187,7 +205,8 @@ def render_json(run_dir: Path, recompute: bool = False, verdict: dict[str, Any] 
     variants = list(spec.get("variants") or [])
     levels = spec.get("levels") or []
     coverage = f"Level {'/'.join(str(x) for x in levels) or '0'}" + (
-        f"; variants: {', '.join(variants)}" if variants else "; no variants requested")
+        f"; variants: {', '.join(variants)}" if variants else "; no variants requested"
+    )
     if framework == "demo":
         model = spec.get("model") or "demo toy policy (console.demo)"
     else:
@@ -206,8 +225,11 @@ def render_json(run_dir: Path, recompute: bool = False, verdict: dict[str, Any] 
         evidence["interpreter"] = interpreter
     override = (spec.get("extra") or {}).get("preflight_override")
     if override:
-        evidence["started_anyway"] = ("started anyway by the user although the preflight blocked it ("
-                                      + (", ".join(override.get("checks") or []) or "blocking checks") + ")")
+        evidence["started_anyway"] = (
+            "started anyway by the user although the preflight blocked it ("
+            + (", ".join(override.get("checks") or []) or "blocking checks")
+            + ")"
+        )
     rerun = _rerun_line(spec.get("extra") or {})
     if rerun:
         evidence["rerun_of"] = rerun
@@ -255,7 +277,9 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
     ev = r["evidence"]
     if fw != "demo":
         lines.append(f"- Bridge repo: {ev.get('bridge_repo') or 'not recorded'}")
-        lines.append(f"- {REPO_LABELS.get(fw, FRAMEWORK_LABELS.get(fw, fw) + ' repo')}: {ev.get('repo') or 'not recorded'}")
+        lines.append(
+            f"- {REPO_LABELS.get(fw, FRAMEWORK_LABELS.get(fw, fw) + ' repo')}: {ev.get('repo') or 'not recorded'}"
+        )
     if ev.get("rerun_of"):
         lines.append(f"- Rerun: {ev['rerun_of']}")
     if ev.get("preflight"):

@@ -58,18 +58,27 @@ def default_runs_dir() -> str:
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     """The SPEC options of DESIGN.md, shared by plan/run/doctor."""
-    p.add_argument("--framework", choices=FRAMEWORKS, default=None,
-                   help="nemo-rl, verl or demo (default: demo)")
-    p.add_argument("--level", dest="levels", type=int, action="append", default=None,
-                   help="coverage level (repeatable)")
-    p.add_argument("--variant", dest="variants", action="append", default=[],
-                   help="variant name (repeatable)")
+    p.add_argument(
+        "--framework", choices=FRAMEWORKS, default=None, help="nemo-rl, verl or demo (default: demo)"
+    )
+    p.add_argument(
+        "--level", dest="levels", type=int, action="append", default=None, help="coverage level (repeatable)"
+    )
+    p.add_argument(
+        "--variant", dest="variants", action="append", default=[], help="variant name (repeatable)"
+    )
     p.add_argument("--model", default=None, help="HF model id or local path")
     p.add_argument("--bridge-repo", default=None, help="Megatron-Bridge checkout (default $BRIDGE_REPO)")
-    p.add_argument("--repo", default=None,
-                   help="NeMo-RL or verl checkout (default $NEMO_RL_REPO / $VERL_REPO)")
-    p.add_argument("--override", dest="overrides", action="append", default=[],
-                   help="Hydra override KEY=VALUE (repeatable)")
+    p.add_argument(
+        "--repo", default=None, help="NeMo-RL or verl checkout (default $NEMO_RL_REPO / $VERL_REPO)"
+    )
+    p.add_argument(
+        "--override",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="Hydra override KEY=VALUE (repeatable)",
+    )
     p.add_argument("--env", dest="env", action="append", default=[], help="KEY=VALUE (repeatable)")
     p.add_argument("--runs-dir", default=None, help="run store (default $RL_CONSOLE_RUNS or ./runs)")
     p.add_argument("--launcher", choices=LAUNCHERS, default="local")
@@ -80,14 +89,31 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--container", default=None)
     p.add_argument("--mounts", default=None, help="SRC:DST,...")
     p.add_argument("--gpus-per-node", type=int, default=None)
-    p.add_argument("--cpus-per-task", type=int, default=None,
-                   help="Slurm: CPUs for each step (default: the cluster's default, often 1)")
-    p.add_argument("--hang-timeout", type=float, default=None, metavar="SECONDS",
-                   help="report a hang after this long without training progress (default 1800)")
-    p.add_argument("--bridge-test", dest="bridge_tests", action="append", default=[],
-                   help="extra model-specific Bridge test path (repeatable)")
-    p.add_argument("--allow-drift", action="store_true",
-                   help="start even when a step names a path or key the checkout lacks (catalog_drift)")
+    p.add_argument(
+        "--cpus-per-task",
+        type=int,
+        default=None,
+        help="Slurm: CPUs for each step (default: the cluster's default, often 1)",
+    )
+    p.add_argument(
+        "--hang-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="report a hang after this long without training progress (default 1800)",
+    )
+    p.add_argument(
+        "--bridge-test",
+        dest="bridge_tests",
+        action="append",
+        default=[],
+        help="extra model-specific Bridge test path (repeatable)",
+    )
+    p.add_argument(
+        "--allow-drift",
+        action="store_true",
+        help="start even when a step names a path or key the checkout lacks (catalog_drift)",
+    )
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
@@ -133,9 +159,15 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         env=env,
         runs_dir=args.runs_dir or default_runs_dir(),
         launcher=args.launcher,
-        slurm=SlurmOptions(nodes=args.nodes, partition=args.partition, account=args.account,
-                           time=args.time, container=args.container, mounts=mounts,
-                           gpus_per_node=args.gpus_per_node,
-                           cpus_per_task=getattr(args, "cpus_per_task", None)),
+        slurm=SlurmOptions(
+            nodes=args.nodes,
+            partition=args.partition,
+            account=args.account,
+            time=args.time,
+            container=args.container,
+            mounts=mounts,
+            gpus_per_node=args.gpus_per_node,
+            cpus_per_task=getattr(args, "cpus_per_task", None),
+        ),
         extra=extra,
     )

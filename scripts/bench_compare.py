@@ -24,20 +24,45 @@ def make_run(root: Path, name: str, steps: int, tags: int, seed: int) -> Path:
     rnd = random.Random(seed)
     d = root / name
     (d / "logs").mkdir(parents=True)
-    spec = {"framework": "nemo-rl", "levels": [0], "variants": [], "model": None, "overrides": [], "env": {},
-            "extra": {}}
+    spec = {
+        "framework": "nemo-rl",
+        "levels": [0],
+        "variants": [],
+        "model": None,
+        "overrides": [],
+        "env": {},
+        "extra": {},
+    }
     (d / "spec.json").write_text(json.dumps(spec))
     (d / "plan.json").write_text(json.dumps({"spec": spec, "steps": []}))
-    (d / "state.json").write_text(json.dumps({"id": name, "status": "passed", "verdict": "Pass", "steps": []}))
-    names = ["train/loss", "train/reward", "train/token_mult_prob_error", "train/grad_norm", "train/lr",
-             "timing/train/total_step_time", "timing/train/generation"]
+    (d / "state.json").write_text(
+        json.dumps({"id": name, "status": "passed", "verdict": "Pass", "steps": []})
+    )
+    names = [
+        "train/loss",
+        "train/reward",
+        "train/token_mult_prob_error",
+        "train/grad_norm",
+        "train/lr",
+        "timing/train/total_step_time",
+        "timing/train/generation",
+    ]
     names += [f"train/extra_{i}" for i in range(tags - len(names))]
     metrics = {n: {str(s): rnd.random() for s in range(1, steps + 1)} for n in names}
     (d / "metrics.json").write_text(json.dumps(metrics))
     with open(d / "events.jsonl", "w") as fh:
         for t in range(steps * 10):
-            devs = [{"index": i, "name": "NVIDIA H100", "mem_used": int(rnd.random() * 70 * GIB),
-                     "mem_total": 80 * GIB, "util": 90, "procs": []} for i in range(8)]
+            devs = [
+                {
+                    "index": i,
+                    "name": "NVIDIA H100",
+                    "mem_used": int(rnd.random() * 70 * GIB),
+                    "mem_total": 80 * GIB,
+                    "util": 90,
+                    "procs": [],
+                }
+                for i in range(8)
+            ]
             fh.write(Event("gpu", "train", {"devices": devs}, t=float(t)).to_json() + "\n")
             if t % 10 == 0:  # a progress event per step, as the supervisor writes them
                 fh.write(Event("progress", "train", {"step": t // 10 + 1, "total": steps}).to_json() + "\n")
@@ -64,8 +89,9 @@ def main() -> int:
         b = make_run(root, f"b-{steps}", steps, tags, 2)
         size = (a / "events.jsonl").stat().st_size / 2**20
         # a fresh process per size: its peak RSS is the comparison's (plus the interpreter's)
-        out = subprocess.run([sys.executable, "-c", CHILD, str(a), str(b)], capture_output=True, text=True,
-                             check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(a), str(b)], capture_output=True, text=True, check=True
+        ).stdout.split()
         mean, worst, rss = (float(x) for x in out)
         print(f"{steps:>6} {tags:>5} {size:>10.1f} {mean:>9.1f} {worst:>9.1f} {rss:>12.1f}")
     return 0

@@ -22,8 +22,13 @@ def _git_repo(path: Path, files: dict[str, str]) -> None:
     for rel, text in files.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
         subprocess.run(["git", "-C", str(path), *args], check=True, env=env, capture_output=True)
 
@@ -47,8 +52,13 @@ def main() -> int:
         _git_repo(root / "verl", {"setup.py": "# verl\n"})
         snap = make_hf_snapshot(root / "hub", "Qwen/Qwen2.5-0.5B")
         os.environ["HF_HUB_CACHE"] = str(root / "hub")
-        verl = RunSpec(framework="verl", bridge_repo=str(root / "bridge"), repo=str(root / "verl"),
-                       env={"MODEL_PATH": str(snap)}, runs_dir=str(root / "runs"))
+        verl = RunSpec(
+            framework="verl",
+            bridge_repo=str(root / "bridge"),
+            repo=str(root / "verl"),
+            env={"MODEL_PATH": str(snap)},
+            runs_dir=str(root / "runs"),
+        )
         demo = RunSpec(framework="demo", runs_dir=str(root / "runs"))
         ids = [c for c in CHECK_IDS if not (args.no_ray and c == "bridge_import_ray_worker")]
         rows: list[tuple[str, str, float, str]] = []
@@ -62,8 +72,12 @@ def main() -> int:
         make_project_env(root / "nemo-rl")
         install_fake_uv(root / "bin")
         os.environ["PATH"] = f"{root / 'bin'}:{os.environ['PATH']}"
-        nemo = RunSpec(framework="nemo-rl", bridge_repo=str(root / "bridge"), repo=str(root / "nemo-rl"),
-                       runs_dir=str(root / "runs"))
+        nemo = RunSpec(
+            framework="nemo-rl",
+            bridge_repo=str(root / "bridge"),
+            repo=str(root / "nemo-rl"),
+            runs_dir=str(root / "runs"),
+        )
         from console.plan import build_plan
 
         for cid in ("run_interpreter", "bridge_import_driver"):
@@ -71,8 +85,9 @@ def main() -> int:
             verdict = run_doctor(nemo, build_plan(nemo), checks=[cid])["verdict"]
             rows.append(("nemo", cid, time.perf_counter() - start, verdict))
         start = time.perf_counter()
-        verdict = run_doctor(nemo, build_plan(nemo), checks=["run_interpreter", "bridge_import_driver",
-                                                              "mcore_helpers"])["verdict"]
+        verdict = run_doctor(
+            nemo, build_plan(nemo), checks=["run_interpreter", "bridge_import_driver", "mcore_helpers"]
+        )["verdict"]
         rows.append(("nemo", "3 checks, one probe", time.perf_counter() - start, verdict))
     print(f"{'spec':<6} {'check':<26} {'seconds':>8}  verdict")
     for spec_name, cid, seconds, verdict in rows:

@@ -77,12 +77,16 @@ def main() -> int:
     ]
     print(f"{'measure':<40} {'median':>9} {'min':>9} {'max':>9}")
     for name, vals, unit in rows:
-        print(f"{name:<40} {statistics.median(vals):>8.3f}{unit} {min(vals):>8.3f}{unit} {max(vals):>8.3f}{unit}")
+        print(
+            f"{name:<40} {statistics.median(vals):>8.3f}{unit} {min(vals):>8.3f}{unit} {max(vals):>8.3f}{unit}"
+        )
     print(f"{'supervisor idle CPU (step sleeping)':<40} {cpu:>8.2f}%")
     print(f"{'supervisor RSS':<40} {rss / 2**20:>7.1f}MiB")
     print(f"{'supervisor USS':<40} {uss / 2**20:>7.1f}MiB")
-    print(f"(repeat={args.repeat}, idle window={args.idle_seconds}s, cores={psutil.cpu_count()}, "
-          f"load={psutil.getloadavg()[0]:.2f})")
+    print(
+        f"(repeat={args.repeat}, idle window={args.idle_seconds}s, cores={psutil.cpu_count()}, "
+        f"load={psutil.getloadavg()[0]:.2f})"
+    )
     return 0
 
 

@@ -43,7 +43,7 @@ def _writer(path: str, lines: list[bytes], rate: int, seconds: float) -> None:
             due = int((time.monotonic() - start) * rate)
             if i < due:
                 n = min(batch * 4, due - i, len(lines) - i)
-                fh.write(b"".join(lines[i:i + n]))
+                fh.write(b"".join(lines[i : i + n]))
                 i += n
             else:
                 time.sleep(TICK_S / 5)
@@ -85,8 +85,14 @@ def run(mode: str, lines: list[bytes], rate: int, seconds: float, tmp: Path) -> 
     wall = time.monotonic() - t0
     cpu = time.thread_time() - c0
     gated = getattr(mon.triage.fn, "__self__", None)
-    return {"wall": wall, "lines": mon.tailer.lineno, "feed_cpu": mon.triage.cpu, "poll_cpu": cpu,
-            "calls": mon.triage.calls, "fed": getattr(gated, "fed", mon.triage.calls)}
+    return {
+        "wall": wall,
+        "lines": mon.tailer.lineno,
+        "feed_cpu": mon.triage.cpu,
+        "poll_cpu": cpu,
+        "calls": mon.triage.calls,
+        "fed": getattr(gated, "fed", mon.triage.calls),
+    }
 
 
 def main() -> int:
@@ -109,14 +115,24 @@ def main() -> int:
             r = run(mode, lines, args.rate, args.seconds, Path(d))
             rows.append((mode, r))
     load1 = os.getloadavg()
-    print(f"RL-shaped lines written at {args.rate:,}/s for {args.seconds:g} s; load average "
-          f"{load0[0]:.2f} -> {load1[0]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"RL-shaped lines written at {args.rate:,}/s for {args.seconds:g} s; load average "
+        f"{load0[0]:.2f} -> {load1[0]:.2f} on {os.cpu_count()} CPUs"
+    )
     head = ("triage path", "lines", "lines/s", "fed to engine", "triage cpu/wall", "poll cpu/wall", "us/line")
     table = [head]
     for mode, r in rows:
-        table.append((mode, f"{r['lines']:,}", f"{r['lines'] / r['wall']:,.0f}", f"{r['fed']:,}",
-                      f"{100 * r['feed_cpu'] / r['wall']:.1f}% of a core", f"{100 * r['poll_cpu'] / r['wall']:.1f}%",
-                      f"{1e6 * r['feed_cpu'] / max(1, r['calls']):.2f}"))
+        table.append(
+            (
+                mode,
+                f"{r['lines']:,}",
+                f"{r['lines'] / r['wall']:,.0f}",
+                f"{r['fed']:,}",
+                f"{100 * r['feed_cpu'] / r['wall']:.1f}% of a core",
+                f"{100 * r['poll_cpu'] / r['wall']:.1f}%",
+                f"{1e6 * r['feed_cpu'] / max(1, r['calls']):.2f}",
+            )
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for k, row in enumerate(table):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))

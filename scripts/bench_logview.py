@@ -34,8 +34,10 @@ MB = 1 << 20
 def _lines(first: int, count: int) -> bytes:
     out = []
     for i in range(first, first + count):
-        out.append(f"(VllmGenerationWorker pid=4242) INFO 11-21 22:36:{i % 60:02d} step {i}: "
-                   f"loss={1.0 / (1 + i % 97):.4f} reward={(i % 50) / 50:.3f} tokens/s=1234.5")
+        out.append(
+            f"(VllmGenerationWorker pid=4242) INFO 11-21 22:36:{i % 60:02d} step {i}: "
+            f"loss={1.0 / (1 + i % 97):.4f} reward={(i % 50) / 50:.3f} tokens/s=1234.5"
+        )
     return ("\n".join(out) + "\n").encode()
 
 
@@ -44,8 +46,10 @@ def make_log(path: Path, size: int, dense: bool = False) -> int:
     written = 0
     with open(path, "wb") as fh:
         head = [f"========================= Step {i}/500 =========================" for i in range(1, 10)]
-        head.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-                    "capacity of 79.10 GiB of which 1.2 GiB is free.")
+        head.append(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+            "capacity of 79.10 GiB of which 1.2 GiB is free."
+        )
         data = ("\n".join(head) + "\n").encode()
         fh.write(data)
         written += len(data)
@@ -203,8 +207,10 @@ def main() -> int:
         if not args.keep:
             path.unlink(missing_ok=True)
     apparent = size
-    print(f"log: {apparent / GB:.2f} GB apparent, {written / MB:.0f} MB of real lines written "
-          f"in {made:.1f}s{note}")
+    print(
+        f"log: {apparent / GB:.2f} GB apparent, {written / MB:.0f} MB of real lines written "
+        f"in {made:.1f}s{note}"
+    )
     rows = [
         ("first screen (app start -> 24 rows painted)", f"{result['first_screen_s']:.3f} s", "< 1 s"),
         ("jump to the finding at line 10", f"{result['jump_line_10_s']:.3f} s", "< 1 s"),
@@ -218,7 +224,11 @@ def main() -> int:
         rows += [
             ("Triage screen: first screen", f"{tri['first_screen_s']:.3f} s", "< 1 s"),
             ("Triage screen: jump to line 10", f"{tri['jump_line_10_s']:.3f} s", "< 1 s"),
-            ("Triage screen: findings shown (child process)", f"{tri['triage_done_s']:.1f} s", "(background)"),
+            (
+                "Triage screen: findings shown (child process)",
+                f"{tri['triage_done_s']:.1f} s",
+                "(background)",
+            ),
             ("Triage screen: peak RSS (console)", f"{tri['peak_rss_mb']:.0f} MB", "< 300 MB"),
             ("Triage screen: peak RSS (triage child)", f"{tri['child_rss_mb']:.0f} MB", ""),
         ]

@@ -102,8 +102,12 @@ def bench_latency(rate: int, seconds: float) -> None:
         th = threading.Thread(target=follow)
         th.start()
         time.sleep(0.3)
-        w = subprocess.run([sys.executable, "-c", WRITER, str(log), str(rate), str(seconds)],
-                           capture_output=True, text=True, check=True)
+        w = subprocess.run(
+            [sys.executable, "-c", WRITER, str(log), str(rate), str(seconds)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         written = int(w.stdout.strip())
         deadline = time.monotonic() + 10
         while len(lat) < written and time.monotonic() < deadline:
@@ -134,8 +138,12 @@ def bench_latency(rate: int, seconds: float) -> None:
 
         th2 = threading.Thread(target=bare)
         th2.start()
-        w2 = subprocess.run([sys.executable, "-c", WRITER, str(log2), str(rate), str(seconds)],
-                            capture_output=True, text=True, check=True)
+        w2 = subprocess.run(
+            [sys.executable, "-c", WRITER, str(log2), str(rate), str(seconds)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         written2 = int(w2.stdout.strip())
         deadline = time.monotonic() + 10
         while len(lat2) < written2 and time.monotonic() < deadline:
@@ -144,13 +152,28 @@ def bench_latency(rate: int, seconds: float) -> None:
         th2.join(5)
 
         rows = [
-            ["Tailer.poll/0.2s->parser->events.jsonl", f"{written / seconds:,.0f}", f"{len(lat):,}/{written:,}",
-             f"{_pct(lat, 50) * 1000:.1f}", f"{_pct(lat, 99) * 1000:.1f}", f"{max(lat, default=0) * 1000:.1f}"],
-            ["anchor: readline poll 1 ms, no parse", f"{written2 / seconds:,.0f}", f"{len(lat2):,}/{written2:,}",
-             f"{_pct(lat2, 50) * 1000:.1f}", f"{_pct(lat2, 99) * 1000:.1f}", f"{max(lat2, default=0) * 1000:.1f}"],
+            [
+                "Tailer.poll/0.2s->parser->events.jsonl",
+                f"{written / seconds:,.0f}",
+                f"{len(lat):,}/{written:,}",
+                f"{_pct(lat, 50) * 1000:.1f}",
+                f"{_pct(lat, 99) * 1000:.1f}",
+                f"{max(lat, default=0) * 1000:.1f}",
+            ],
+            [
+                "anchor: readline poll 1 ms, no parse",
+                f"{written2 / seconds:,.0f}",
+                f"{len(lat2):,}/{written2:,}",
+                f"{_pct(lat2, 50) * 1000:.1f}",
+                f"{_pct(lat2, 99) * 1000:.1f}",
+                f"{max(lat2, default=0) * 1000:.1f}",
+            ],
         ]
-        _table(f"append-to-event latency ({rate:,} lines/s for {seconds:g} s; the 0.2 s tick bounds p99 near 200 ms)",
-               ["path", "lines/s", "events", "p50 ms", "p99 ms", "max ms"], rows)
+        _table(
+            f"append-to-event latency ({rate:,} lines/s for {seconds:g} s; the 0.2 s tick bounds p99 near 200 ms)",
+            ["path", "lines/s", "events", "p50 ms", "p99 ms", "max ms"],
+            rows,
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -188,11 +211,15 @@ def _make_log(path: Path, size: int) -> None:
             step += 1
             block_lines.append(f"========================= Step {step}/10 =========================\n")
         elif i % 50 == 0:
-            block_lines.append("\rTraining Progress:  50%|#####     | 1/2 [00:01<00:01,  1.00s/it]" * 20 + "\n")
+            block_lines.append(
+                "\rTraining Progress:  50%|#####     | 1/2 [00:01<00:01,  1.00s/it]" * 20 + "\n"
+            )
         elif i % 7 == 0:
             block_lines.append("\x1b[36m(MegatronPolicyWorker pid=123, ip=10.0.0.1)\x1b[0m  • Loss: 0.1234\n")
         else:
-            block_lines.append(f"INFO:2026-08-22 10:00:00,123:some ordinary log message number {i} with text\n")
+            block_lines.append(
+                f"INFO:2026-08-22 10:00:00,123:some ordinary log message number {i} with text\n"
+            )
     block = "".join(block_lines).encode()
     giant = b"x" * (8 << 20) + b"\n"
     with open(path, "wb") as fh:
@@ -218,15 +245,32 @@ def bench_rss(gb: float) -> None:
         _make_log(log, size)
         gen = time.perf_counter() - t0
         rows = []
-        for mode, label in (("tailer", "Tailer.poll + NeMo-RL parser"), ("iter", "anchor: for line in open(f,'rb')")):
-            r = subprocess.run([sys.executable, "-c", FOLLOW_CHILD, str(log), mode, str(ROOT)],
-                               capture_output=True, text=True, check=True)
+        for mode, label in (
+            ("tailer", "Tailer.poll + NeMo-RL parser"),
+            ("iter", "anchor: for line in open(f,'rb')"),
+        ):
+            r = subprocess.run(
+                [sys.executable, "-c", FOLLOW_CHILD, str(log), mode, str(ROOT)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             n, dt, rss_kb = r.stdout.split()
             mb = log.stat().st_size / (1 << 20)
-            rows.append([label, f"{int(n):,}", f"{float(dt):.1f}", f"{mb / float(dt):,.0f}",
-                         f"{int(rss_kb) / 1024:.0f}"])
-        _table(f"following a {log.stat().st_size / (1 << 30):.2f} GB log (generated in {gen:.0f} s; target peak RSS < 200 MB)",
-               ["reader", "lines", "seconds", "MB/s", "peak RSS MB"], rows)
+            rows.append(
+                [
+                    label,
+                    f"{int(n):,}",
+                    f"{float(dt):.1f}",
+                    f"{mb / float(dt):,.0f}",
+                    f"{int(rss_kb) / 1024:.0f}",
+                ]
+            )
+        _table(
+            f"following a {log.stat().st_size / (1 << 30):.2f} GB log (generated in {gen:.0f} s; target peak RSS < 200 MB)",
+            ["reader", "lines", "seconds", "MB/s", "peak RSS MB"],
+            rows,
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -254,7 +298,14 @@ def bench_nvml(n: int = 200) -> None:
         snap = g.sample()
         ts.append(time.perf_counter() - t0)
     state = f"{len(snap.devices)} GPU(s)" if snap.available else first.reason
-    rows.append(["GpuSampler.sample()", f"{statistics.mean(ts) * 1e6:,.0f}", f"{statistics.mean(ts) * 100:.4f}", state])
+    rows.append(
+        [
+            "GpuSampler.sample()",
+            f"{statistics.mean(ts) * 1e6:,.0f}",
+            f"{statistics.mean(ts) * 100:.4f}",
+            state,
+        ]
+    )
     h = HostSampler()
     h.sample()
     ts = []
@@ -262,8 +313,14 @@ def bench_nvml(n: int = 200) -> None:
         t0 = time.perf_counter()
         h.sample()
         ts.append(time.perf_counter() - t0)
-    rows.append(["HostSampler.sample()", f"{statistics.mean(ts) * 1e6:,.0f}", f"{statistics.mean(ts) * 100:.4f}",
-                 f"{len(h.paths)} paths"])
+    rows.append(
+        [
+            "HostSampler.sample()",
+            f"{statistics.mean(ts) * 1e6:,.0f}",
+            f"{statistics.mean(ts) * 100:.4f}",
+            f"{len(h.paths)} paths",
+        ]
+    )
     g.close()
     _table("sampling cost at 1 Hz", ["call", "us/call", "% of one core", "state"], rows)
 

@@ -39,18 +39,38 @@ def main() -> int:
     cfg = tmp / "nemo" / "examples" / "configs"
     cfg.mkdir(parents=True)
     (cfg / "grpo_math_1B.yaml").write_text("grpo:\n  max_num_steps: 10\npolicy:\n  model_name: x\n")
-    (cfg / "grpo_math_1B_megatron.yaml").write_text('defaults: "grpo_math_1B.yaml"\npolicy:\n  megatron_cfg: {}\n')
-    all_levels = RunSpec(framework="nemo-rl", levels=[0, 1, 2, 3, 4, 6], variants=["delta-compression"],
-                         repo=nemo, bridge_repo=bridge, overrides=["grpo.max_num_steps=3"])
+    (cfg / "grpo_math_1B_megatron.yaml").write_text(
+        'defaults: "grpo_math_1B.yaml"\npolicy:\n  megatron_cfg: {}\n'
+    )
+    all_levels = RunSpec(
+        framework="nemo-rl",
+        levels=[0, 1, 2, 3, 4, 6],
+        variants=["delta-compression"],
+        repo=nemo,
+        bridge_repo=bridge,
+        overrides=["grpo.max_num_steps=3"],
+    )
     big = build_plan(all_levels)
     rows = [
-        ("load catalogs (cold)", 20, lambda: (load_framework.cache_clear(), load_guidance.cache_clear(),
-                                              [load_framework(f) for f in ("nemo-rl", "verl", "demo")])),
+        (
+            "load catalogs (cold)",
+            20,
+            lambda: (
+                load_framework.cache_clear(),
+                load_guidance.cache_clear(),
+                [load_framework(f) for f in ("nemo-rl", "verl", "demo")],
+            ),
+        ),
         ("build_plan demo L0", 200, lambda: build_plan(RunSpec(framework="demo"))),
         ("build_plan nemo-rl L0-4,6 + override", 50, lambda: build_plan(all_levels)),
         ("render_sh nemo-rl L0-4,6", 200, lambda: render_sh(big)),
-        ("validate_overrides x20 (config cached)", 200,
-         lambda: validate_overrides(["grpo.max_num_steps=3"] * 20, nemo, "examples/configs/grpo_math_1B_megatron.yaml")),
+        (
+            "validate_overrides x20 (config cached)",
+            200,
+            lambda: validate_overrides(
+                ["grpo.max_num_steps=3"] * 20, nemo, "examples/configs/grpo_math_1B_megatron.yaml"
+            ),
+        ),
     ]
     print(f"{'operation':42} {'calls':>6} {'mean ms':>9} {'p95 ms':>9}")
     for name, n, fn in rows:

@@ -39,8 +39,12 @@ def bench_bombs(tmp: Path) -> None:
     print("|---|---|---|---|")
     for check in BOMBS:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "console.monitor.check_metrics", str(metrics), check],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "console.monitor.check_metrics", str(metrics), check],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         wall = time.perf_counter() - start
         start = time.perf_counter()
         res = evaluate_check({"a": {"1": 1.0}}, check)
@@ -63,14 +67,28 @@ def bench_stepwrap(tmp: Path, mb: int) -> None:
         n = mb * (1 << 20) // len(line)
         code = f"import sys\nline = {line!r}\nw = sys.stdout.write\nfor _ in range({n}): w(line)\n"
         cases.append((f"{kind}: direct to the log", [sys.executable, "-c", code]))
-        cases.append((f"{kind}: through stepwrap (redacted)",
-                      [sys.executable, "-m", "console.runs.stepwrap", str(tmp / "x.exit"), "--",
-                       sys.executable, "-c", code]))
+        cases.append(
+            (
+                f"{kind}: through stepwrap (redacted)",
+                [
+                    sys.executable,
+                    "-m",
+                    "console.runs.stepwrap",
+                    str(tmp / "x.exit"),
+                    "--",
+                    sys.executable,
+                    "-c",
+                    code,
+                ],
+            )
+        )
     for label, argv in cases:
         log = tmp / "step.log"
         with open(log, "wb") as out:
             start = time.perf_counter()
-            subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, check=True)
+            subprocess.run(
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, check=True
+            )
             wall = time.perf_counter() - start
         size = log.stat().st_size
         leaked = b"planted-secret-value-1234" in log.read_bytes()
@@ -84,14 +102,26 @@ def bench_stepwrap(tmp: Path, mb: int) -> None:
 def bench_events(tmp: Path) -> None:
     path = tmp / "events.jsonl"
     now = time.time()
-    devices = [{"index": i, "name": "NVIDIA H100", "uuid": f"GPU-{i:032d}", "mem_used": 1 << 30,
-                "mem_total": 80 << 30, "util": 50, "procs": []} for i in range(8)]
+    devices = [
+        {
+            "index": i,
+            "name": "NVIDIA H100",
+            "uuid": f"GPU-{i:032d}",
+            "mem_used": 1 << 30,
+            "mem_total": 80 << 30,
+            "util": 50,
+            "procs": [],
+        }
+        for i in range(8)
+    ]
     hours = 6
     with open(path, "w") as fh:
         for i in range(hours * 3600):
             t = now - hours * 3600 + i
             fh.write(Event("gpu", "train", {"devices": devices}, t=t).to_json() + "\n")
-            fh.write(Event("host", "train", {"cpu": 10.0, "mem_used": 1, "mem_total": 2}, t=t).to_json() + "\n")
+            fh.write(
+                Event("host", "train", {"cpu": 10.0, "mem_used": 1, "mem_total": 2}, t=t).to_json() + "\n"
+            )
             if i % 10 == 0:
                 fh.write(Event("progress", "train", {"step": i // 10, "total": 3000}, t=t).to_json() + "\n")
     size = path.stat().st_size
@@ -109,8 +139,12 @@ def bench_events(tmp: Path) -> None:
     print(f"| size before | {old / (1 << 20):.1f} MiB |")
     print(f"| size after compaction | {new / (1 << 20):.1f} MiB |")
     print(f"| compaction time | {comp_s:.2f} s |")
-    print(f"| first full read (EventCursor) | {read_s:.2f} s, {len(first)} events, {size / (1 << 20) / read_s:.0f} MiB/s |")
-    print(f"| read after compaction (skips what it had) | {time.perf_counter() - start:.2f} s, {len(again)} new events |")
+    print(
+        f"| first full read (EventCursor) | {read_s:.2f} s, {len(first)} events, {size / (1 << 20) / read_s:.0f} MiB/s |"
+    )
+    print(
+        f"| read after compaction (skips what it had) | {time.perf_counter() - start:.2f} s, {len(again)} new events |"
+    )
     json.loads(path.read_text().splitlines()[-1])
 
 

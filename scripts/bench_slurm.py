@@ -28,22 +28,30 @@ from console.spec import RunSpec  # noqa: E402
 
 
 def make_run(root: Path, i: int, steps: int) -> tuple[Path, RunSpec, dict]:
-    spec = RunSpec(framework="demo", launcher="slurm", runs_dir=str(root), extra={"slurm_gpu_sampling": False})
+    spec = RunSpec(
+        framework="demo", launcher="slurm", runs_dir=str(root), extra={"slurm_gpu_sampling": False}
+    )
     run_dir = root / f"run-{i}"
     (run_dir / "logs").mkdir(parents=True)
-    plan = {"steps": [{"name": f"s{j}", "argv": ["true"], "cwd": str(run_dir), "env": {}, "gpus": 0}
-                      for j in range(steps)]}
+    plan = {
+        "steps": [
+            {"name": f"s{j}", "argv": ["true"], "cwd": str(run_dir), "env": {}, "gpus": 0}
+            for j in range(steps)
+        ]
+    }
     write_json_atomic(run_dir / "spec.json", spec.to_dict())
     write_json_atomic(run_dir / "plan.json", plan)
     write_state(run_dir, initial_state(run_dir.name, plan["steps"], "slurm"))
     return run_dir, spec, plan
 
 
-TRAIN = ("import time\n"
-         "for i in range(1, 6):\n"
-         "    print('at', time.time(), flush=True)\n"
-         "    print('=' * 20, f'Step {i}/5', '=' * 20, flush=True)\n"
-         "    time.sleep(0.7)\n")
+TRAIN = (
+    "import time\n"
+    "for i in range(1, 6):\n"
+    "    print('at', time.time(), flush=True)\n"
+    "    print('=' * 20, f'Step {i}/5', '=' * 20, flush=True)\n"
+    "    time.sleep(0.7)\n"
+)
 
 
 def first_progress(root: Path, jobs: int) -> tuple[list[float], list[float], list[float]]:
@@ -59,10 +67,24 @@ def first_progress(root: Path, jobs: int) -> tuple[list[float], list[float], lis
     last_slurm: list[float] = []
     for launcher in ("slurm", "local"):
         for i in range(jobs):
-            spec = RunSpec(framework="nemo-rl", launcher=launcher, runs_dir=str(root / f"fp-{launcher}-{i}"),
-                           extra={"slurm_gpu_sampling": False})
-            plan = {"steps": [{"name": "train", "argv": [sys.executable, "-u", "-c", TRAIN], "kind": "train",
-                               "cwd": str(root), "env": {}, "gpus": 0}]}
+            spec = RunSpec(
+                framework="nemo-rl",
+                launcher=launcher,
+                runs_dir=str(root / f"fp-{launcher}-{i}"),
+                extra={"slurm_gpu_sampling": False},
+            )
+            plan = {
+                "steps": [
+                    {
+                        "name": "train",
+                        "argv": [sys.executable, "-u", "-c", TRAIN],
+                        "kind": "train",
+                        "cwd": str(root),
+                        "env": {},
+                        "gpus": 0,
+                    }
+                ]
+            }
             t0 = time.time()
             run_dir = start_run(spec, plan=plan)
             while not is_finished(read_state(run_dir)):
@@ -75,7 +97,9 @@ def first_progress(root: Path, jobs: int) -> tuple[list[float], list[float], lis
                 first_slurm.append(progress[0].t - submitted)
                 log = (run_dir / "logs" / "01-train.log").read_text().splitlines()
                 printed = [float(line.split()[1]) for line in log if line.startswith("at ")]
-                last_slurm.append(statistics.median(ev.t - at for ev, at in zip(progress, printed, strict=False)))
+                last_slurm.append(
+                    statistics.median(ev.t - at for ev, at in zip(progress, printed, strict=False))
+                )
             else:
                 first_local.append(progress[0].t - t0)
     return first_slurm, first_local, last_slurm
@@ -100,7 +124,9 @@ def main() -> int:
         cluster = SlurmCluster(Path(base) / "c")
         try:
             cluster.start()
-            rows.append(("cluster up (munged, slurmctld, slurmd, first cycle)", f"{time.perf_counter() - t0:8.2f} s"))
+            rows.append(
+                ("cluster up (munged, slurmctld, slurmd, first cycle)", f"{time.perf_counter() - t0:8.2f} s")
+            )
             os.environ["SLURM_CONF"] = str(cluster.conf)
             root = Path(base) / "runs"
             renders, submits, polls, verdicts, cpu_per_poll = [], [], [], [], []
@@ -136,14 +162,17 @@ def main() -> int:
                 cpu_per_poll.append(cpu_polls / max(1, n))
                 assert final["verdict"] == "Pass", final
             first_slurm, first_local, last_slurm = first_progress(root, args.jobs)
-            rows += [("render 20-step script", ms(renders)), ("sbatch (submit)", ms(submits)),
-                     ("poll (squeue [+scontrol])", ms(polls)),
-                     ("submit -> Pass verdict (20 steps of `srun true`, 0.1 s polls)", ms(verdicts)),
-                     ("follower CPU per poll while the job runs (in-process part)", ms(cpu_per_poll)),
-                     ("follower CPU of the last poll (verdict, triage.json, report)", ms(cpu_finish)),
-                     ("slurm: sbatch -> first progress event (detached follower)", ms(first_slurm)),
-                     ("local: start -> first progress event (supervisor)", ms(first_local)),
-                     ("slurm: banner printed -> its progress event", ms(last_slurm))]
+            rows += [
+                ("render 20-step script", ms(renders)),
+                ("sbatch (submit)", ms(submits)),
+                ("poll (squeue [+scontrol])", ms(polls)),
+                ("submit -> Pass verdict (20 steps of `srun true`, 0.1 s polls)", ms(verdicts)),
+                ("follower CPU per poll while the job runs (in-process part)", ms(cpu_per_poll)),
+                ("follower CPU of the last poll (verdict, triage.json, report)", ms(cpu_finish)),
+                ("slurm: sbatch -> first progress event (detached follower)", ms(first_slurm)),
+                ("local: start -> first progress event (supervisor)", ms(first_local)),
+                ("slurm: banner printed -> its progress event", ms(last_slurm)),
+            ]
         finally:
             t = time.perf_counter()
             cluster.stop()

@@ -84,9 +84,17 @@ MIXES = {"quiet": 0.01, "error-dense": 0.16, "rl": None}
 
 
 def _fill(template: str, rnd: random.Random) -> str:
-    return template.format(pid=rnd.randint(1000, 99999), ip=rnd.randint(1, 250), mem=rnd.randint(1000, 80000),
-                           free=rnd.randint(100, 8000), a=rnd.randint(1, 999), b=rnd.randint(1, 99),
-                           n=rnd.randint(1, 99), mm=f"{rnd.randint(0, 59):02d}", dd=f"{rnd.randint(0, 59):02d}")
+    return template.format(
+        pid=rnd.randint(1000, 99999),
+        ip=rnd.randint(1, 250),
+        mem=rnd.randint(1000, 80000),
+        free=rnd.randint(100, 8000),
+        a=rnd.randint(1, 999),
+        b=rnd.randint(1, 99),
+        n=rnd.randint(1, 99),
+        mm=f"{rnd.randint(0, 59):02d}",
+        dd=f"{rnd.randint(0, 59):02d}",
+    )
 
 
 def make_block(rnd: random.Random, size: int, rate: float) -> bytes:
@@ -159,7 +167,9 @@ def _summary(tool: str, out: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="300,1024", help="log sizes in MB, comma-separated (default %(default)s)")
+    ap.add_argument(
+        "--sizes", default="300,1024", help="log sizes in MB, comma-separated (default %(default)s)"
+    )
     ap.add_argument("--mixes", default=",".join(MIXES), help="mixes to run (default %(default)s)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool, the fastest is kept")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs (prints their paths)")
@@ -182,8 +192,10 @@ def main() -> int:
     rg = shutil.which("rg")
     rows: list[tuple[str, ...]] = []
     load0 = os.getloadavg()
-    print(f"{len(lits)} literals; load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} CPUs",
-          flush=True)
+    print(
+        f"{len(lits)} literals; load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} CPUs",
+        flush=True,
+    )
     try:
         for size_mb in sizes:
             free = shutil.disk_usage(tmp).free
@@ -198,17 +210,33 @@ def main() -> int:
                 mb = size / 1e6
                 with open(log, "rb") as fh:
                     nlines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
-                tools: list[tuple[str, list[str]]] = [("grep -E -f", [grep, "-c", "-E", "-f", str(ere), str(log)])]
+                tools: list[tuple[str, list[str]]] = [
+                    ("grep -E -f", [grep, "-c", "-E", "-f", str(ere), str(log)])
+                ]
                 if rg:
                     tools.append(("rg -F -f", [rg, "-c", "-F", "-f", str(fixed), str(log)]))
-                tools.append(("rl-console triage", [sys.executable, "-m", "console", "triage", "--json", str(log)]))
+                tools.append(
+                    ("rl-console triage", [sys.executable, "-m", "console", "triage", "--json", str(log)])
+                )
                 results = {name: best(cmd, env, args.repeat) for name, cmd in tools}
                 g = results["grep -E -f"]
                 lit_pct = f"{100 * int(g.out.strip() or 0) / max(1, nlines):.0f}%"
                 for name, r in results.items():
-                    rows.append((f"{mb:,.0f}", mix, lit_pct, name, f"{r.wall:.2f}", f"{mb / r.wall:,.0f}", f"{r.cpu:.2f}",
-                                 f"{r.wall / g.wall:.2f}", f"{r.cpu / g.cpu:.2f}" if g.cpu else "-",
-                                 f"{r.rss_mb:,.0f}", _summary(name, r.out)))
+                    rows.append(
+                        (
+                            f"{mb:,.0f}",
+                            mix,
+                            lit_pct,
+                            name,
+                            f"{r.wall:.2f}",
+                            f"{mb / r.wall:,.0f}",
+                            f"{r.cpu:.2f}",
+                            f"{r.wall / g.wall:.2f}",
+                            f"{r.cpu / g.cpu:.2f}" if g.cpu else "-",
+                            f"{r.rss_mb:,.0f}",
+                            _summary(name, r.out),
+                        )
+                    )
                 print(f"  {mix} {mb:,.0f} MB generated in {gen_s:.1f} s, measured", flush=True)
                 if args.keep:
                     print(f"  kept: {log}")
@@ -218,15 +246,29 @@ def main() -> int:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()
-    head = ("MB", "mix", "literal lines", "tool", "wall s", "MB/s", "cpu s", "wall/grep", "cpu/grep", "peak RSS MB", "result")
+    head = (
+        "MB",
+        "mix",
+        "literal lines",
+        "tool",
+        "wall s",
+        "MB/s",
+        "cpu s",
+        "wall/grep",
+        "cpu/grep",
+        "peak RSS MB",
+        "result",
+    )
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print()
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
-    print(f"\nload average at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; targets: triage/grep <= 3.0 "
-          "for every mix, peak RSS <= 200 MB at 1 GB")
+    print(
+        f"\nload average at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; targets: triage/grep <= 3.0 "
+        "for every mix, peak RSS <= 200 MB at 1 GB"
+    )
     return 0
 
 

@@ -44,19 +44,39 @@ print(n / (time.monotonic() - t0))
 def make_run(runs: Path) -> Path:
     run = runs / "20261121-000000-demo-l0"
     (run / "logs").mkdir(parents=True)
-    step = {"name": "bench", "status": "running", "pid": None, "pgid": None, "exit_code": None,
-            "started": time.time(), "ended": None, "log": "logs/01-bench.log", "reason": None}
+    step = {
+        "name": "bench",
+        "status": "running",
+        "pid": None,
+        "pgid": None,
+        "exit_code": None,
+        "started": time.time(),
+        "ended": None,
+        "log": "logs/01-bench.log",
+        "reason": None,
+    }
     (run / "plan.json").write_text(json.dumps({"spec": {}, "warnings": [], "steps": [{"name": "bench"}]}))
     (run / "spec.json").write_text(json.dumps({"framework": "demo", "levels": [0]}))
-    (run / "state.json").write_text(json.dumps({"id": run.name, "status": "running", "verdict": None,
-                                                "created": time.time(), "current_step": 0, "steps": [step]}))
+    (run / "state.json").write_text(
+        json.dumps(
+            {
+                "id": run.name,
+                "status": "running",
+                "verdict": None,
+                "created": time.time(),
+                "current_step": 0,
+                "steps": [step],
+            }
+        )
+    )
     (run / "logs/01-bench.log").write_text("")
     return run
 
 
 def start_writer(log: Path, rate: int, seconds: float) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(rate), str(seconds)],
-                            stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(log), str(rate), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -143,7 +163,9 @@ def bench_headless(rate: int, seconds: float) -> dict[str, float]:
 
 # --------------------------------------------------------------------------------------- tmux
 def capture(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+    ).stdout
 
 
 def bench_tmux(rate: int, seconds: float) -> dict[str, float]:
@@ -151,8 +173,9 @@ def bench_tmux(rate: int, seconds: float) -> dict[str, float]:
     run = make_run(tmp / "runs")
     session = f"bench-{uuid.uuid4().hex[:8]}"
     exe = Path(sys.executable).parent / "rl-console"
-    cmd = (f"env XDG_CONFIG_HOME={tmp}/xdg TERM=tmux-256color {exe} tui --runs-dir {tmp}/runs "
-           f"--open {run.name}")
+    cmd = (
+        f"env XDG_CONFIG_HOME={tmp}/xdg TERM=tmux-256color {exe} tui --runs-dir {tmp}/runs --open {run.name}"
+    )
     subprocess.run(["tmux", "new-session", "-d", "-x", "120", "-y", "40", "-s", session, cmd], check=True)
     result: dict[str, float] = {}
     try:
@@ -204,16 +227,24 @@ def main() -> int:
     if not args.no_tmux and shutil.which("tmux"):
         rows.append(("tmux", bench_tmux(args.rate, args.seconds)))
     print(f"target: keys handled < 100 ms, >= 10 refreshes/s, log at {args.rate} lines/s")
-    print(f"{'mode':<9} {'lines/s':>9} {'keys':>5} {'key p50 ms':>11} {'key p99 ms':>11} "
-          f"{'to-frame p50':>13} {'to-frame p99':>13} {'refresh/s':>10}")
+    print(
+        f"{'mode':<9} {'lines/s':>9} {'keys':>5} {'key p50 ms':>11} {'key p99 ms':>11} "
+        f"{'to-frame p50':>13} {'to-frame p99':>13} {'refresh/s':>10}"
+    )
     for mode, r in rows:
-        print(f"{mode:<9} {r.get('rate', 0):>9.0f} {r.get('keys', 0):>5.0f} {r.get('p50', 0):>11.1f} "
-              f"{r.get('p99', 0):>11.1f} {r.get('f50', float('nan')):>13.1f} {r.get('f99', float('nan')):>13.1f} "
-              f"{r.get('fps', 0):>10.1f}")
+        print(
+            f"{mode:<9} {r.get('rate', 0):>9.0f} {r.get('keys', 0):>5.0f} {r.get('p50', 0):>11.1f} "
+            f"{r.get('p99', 0):>11.1f} {r.get('f50', float('nan')):>13.1f} {r.get('f99', float('nan')):>13.1f} "
+            f"{r.get('fps', 0):>10.1f}"
+        )
     print("headless: key = driver input to action run; to-frame = to the next composed frame.")
-    print("tmux: key = send-keys to the change visible in capture-pane; refresh/s = distinct "
-          "captures per second (a lower bound: capture-pane itself runs at ~"
-          f"{rows[-1][1].get('cap_hz', 0):.0f} Hz)" if len(rows) > 1 else "")
+    print(
+        "tmux: key = send-keys to the change visible in capture-pane; refresh/s = distinct "
+        "captures per second (a lower bound: capture-pane itself runs at ~"
+        f"{rows[-1][1].get('cap_hz', 0):.0f} Hz)"
+        if len(rows) > 1
+        else ""
+    )
     return 0
 
 

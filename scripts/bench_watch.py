@@ -74,13 +74,22 @@ def follow_poll(tailers: dict[str, Tailer], stop: threading.Event, lat: list[flo
         stop.wait(TICK_S)
 
 
-def follow_watch(folder: Path, tailers: dict[str, Tailer], stop: threading.Event, lat: list[float],
-                 step_ms: int) -> None:
+def follow_watch(
+    folder: Path, tailers: dict[str, Tailer], stop: threading.Event, lat: list[float], step_ms: int
+) -> None:
     import watchfiles
 
     debounce = 30 if step_ms < 30 else step_ms
-    for changes in watchfiles.watch(folder, stop_event=stop, debounce=debounce, step=step_ms, rust_timeout=500,
-                                    yield_on_timeout=True, recursive=False, raise_interrupt=False):
+    for changes in watchfiles.watch(
+        folder,
+        stop_event=stop,
+        debounce=debounce,
+        step=step_ms,
+        rust_timeout=500,
+        yield_on_timeout=True,
+        recursive=False,
+        raise_interrupt=False,
+    ):
         for _change, path in changes:
             t = tailers.get(path)
             if t is not None:
@@ -104,8 +113,12 @@ def one(mode: str, n: int, rate: float, seconds: float) -> list[str]:
         th.start()
         time.sleep(0.5)  # the watcher is set up
         c0, w0 = _cpu(), time.monotonic()
-        out = subprocess.run([sys.executable, "-c", WRITER, str(rate), str(seconds), *map(str, paths)],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", WRITER, str(rate), str(seconds), *map(str, paths)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         cpu = (_cpu() - c0) / (time.monotonic() - w0) * 100
         written = int(out.strip() or 0)
         time.sleep(TICK_S + 0.3)  # the last lines are seen
@@ -146,8 +159,7 @@ def main() -> int:
             for mode in modes:
                 rows.append(one(mode, n, rate, args.seconds))
                 print(" ".join(rows[-1]), file=sys.stderr, flush=True)
-    print(f"python {sys.version.split()[0]}, {version}, {os.cpu_count()} CPU(s), "
-          f"{args.seconds:g} s per row")
+    print(f"python {sys.version.split()[0]}, {version}, {os.cpu_count()} CPU(s), {args.seconds:g} s per row")
     print(table(rows, ["mode", "files", "lines/s/file", "CPU %", "p50 ms", "p99 ms", "seen/written"]))
     return 0
 

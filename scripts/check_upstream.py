@@ -142,16 +142,22 @@ def wrapper_model_mismatches(repos: dict[str, str]) -> list[str]:
             for entry in w["models"]:
                 var, default = wrapper_models(text, entry)
                 if default != entry.get("default") or (entry.get("env") and var != entry["env"]):
-                    out.append(f"wrapper_models {fw} {w['script']} {entry.get('role')}: doctor.toml has "
-                               f"{entry.get('env') or '-'}:{entry.get('default')}, the wrapper {var or '-'}:{default}")
+                    out.append(
+                        f"wrapper_models {fw} {w['script']} {entry.get('role')}: doctor.toml has "
+                        f"{entry.get('env') or '-'}:{entry.get('default')}, the wrapper {var or '-'}:{default}"
+                    )
         if table.get("verified", {}).get(fw) != git_head(repos[fw]):
-            out.append(f"wrapper_models {fw}: verified at {table.get('verified', {}).get(fw)}, checkout at "
-                       f"{git_head(repos[fw])} (update the commit in doctor.toml when the models still match)")
+            out.append(
+                f"wrapper_models {fw}: verified at {table.get('verified', {}).get(fw)}, checkout at "
+                f"{git_head(repos[fw])} (update the commit in doctor.toml when the models still match)"
+            )
     return out
 
 
 def git_head(path: str) -> str:
-    out = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        ["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
     return out.stdout.strip()
 
 
@@ -163,17 +169,32 @@ def all_specs(repos: dict[str, str]) -> list[RunSpec]:
             combos: list[list[str]] = [] if level.requires_variant else [[]]
             combos += [[v.name] for v in cat.variants if level.number in v.levels]
             for variants in combos:
-                specs.append(RunSpec(framework=fw, levels=[level.number], variants=variants, repo=repos[fw],
-                                     bridge_repo=repos["bridge"], env={"NUM_GPUS": "8"}))
+                specs.append(
+                    RunSpec(
+                        framework=fw,
+                        levels=[level.number],
+                        variants=variants,
+                        repo=repos[fw],
+                        bridge_repo=repos["bridge"],
+                        env={"NUM_GPUS": "8"},
+                    )
+                )
     return specs
 
 
 def _probe(python: str, code: str, payload: Any, cwd: str) -> list[dict[str, Any]]:
-    proc = subprocess.run([python, "-c", code], input=json.dumps(payload), capture_output=True, text=True,
-                          cwd=cwd, check=False, timeout=600)
+    proc = subprocess.run(
+        [python, "-c", code],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        timeout=600,
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("@@RESULT@@"):
-            return json.loads(line[len("@@RESULT@@"):])
+            return json.loads(line[len("@@RESULT@@") :])
     raise SystemExit(f"probe failed in {cwd}: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
 
 
@@ -211,8 +232,9 @@ def run_verl_wrapper(verl: str, step: Any, tmp: Path) -> list[list[str]]:
         stub.chmod(0o755)
     env = {"PATH": f"{bindir}:{os.environ.get('PATH', '')}", "HOME": str(tmp / "home"), **step.env}
     env.pop("PYTHONHOME", None)
-    subprocess.run(["bash", *step.argv[1:]], cwd=verl, env=env, capture_output=True, text=True, check=False,
-                   timeout=120)
+    subprocess.run(
+        ["bash", *step.argv[1:]], cwd=verl, env=env, capture_output=True, text=True, check=False, timeout=120
+    )
     if not record.exists():
         return []
     return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
@@ -221,7 +243,7 @@ def run_verl_wrapper(verl: str, step: Any, tmp: Path) -> list[list[str]]:
 def trainer_args(recorded: list[list[str]]) -> list[str] | None:
     for argv in recorded:
         if "verl.trainer.main_ppo" in argv:
-            rest = argv[argv.index("verl.trainer.main_ppo") + 1:]
+            rest = argv[argv.index("verl.trainer.main_ppo") + 1 :]
             return [a for a in rest if not a.startswith("--config")]
     return None
 
@@ -276,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             steps += len(plan.steps)
             drift += [f"{label}: {d['message']}" for d in plan.drift]
             cat = load_framework(spec.framework)
-            templates = {s.name: s for lv in cat.levels for s in lv.steps} | \
-                {s.name: s for v in cat.variants for s in v.steps}
+            templates = {s.name: s for lv in cat.levels for s in lv.steps} | {
+                s.name: s for v in cat.variants for s in v.steps
+            }
             for step in plan.steps:
                 role = "bridge" if step.cwd == repos["bridge"] else spec.framework
                 root = repos[role]
@@ -287,8 +310,11 @@ def main(argv: list[str] | None = None) -> int:
                         missing.append(f"{label} {step.name}: {rel}")
                 if step.kind != "train":
                     continue
-                tpl = templates.get(step.name) or templates.get(step.name.rsplit("-", 1)[0]) or \
-                    next((t for n, t in templates.items() if step.name.startswith(n)), None)
+                tpl = (
+                    templates.get(step.name)
+                    or templates.get(step.name.rsplit("-", 1)[0])
+                    or next((t for n, t in templates.items() if step.name.startswith(n)), None)
+                )
                 config = tpl.config if tpl else None
                 script = next((a for a in step.argv if a.endswith(".sh")), None)
                 catalog = override_args(step.argv[1:])
@@ -298,20 +324,28 @@ def main(argv: list[str] | None = None) -> int:
                         added, plain = wrapper_overrides(text)
                         wrappers["nemo-rl"][script] = {"added": sorted(added), "plain": plain}
                         files["nemo-rl"].add(script)
-                        drivers = {"run_vlm_grpo.py": "examples/configs/vlm_grpo_3B.yaml",
-                                   "run_sft.py": "examples/configs/sft.yaml",
-                                   "run_grpo.py": "examples/configs/grpo_math_1B.yaml"}
+                        drivers = {
+                            "run_vlm_grpo.py": "examples/configs/vlm_grpo_3B.yaml",
+                            "run_sft.py": "examples/configs/sft.yaml",
+                            "run_grpo.py": "examples/configs/grpo_math_1B.yaml",
+                        }
                         default = next((c for d, c in drivers.items() if d in text), None)
                         real = wrapper_config(text, default)
                         if "--config" in step.argv:
                             real = step.argv[step.argv.index("--config") + 1]
                         if real and "$" not in real and config != real:
-                            missing.append(f"{label} {step.name}: catalog config {config} but the wrapper loads {real}")
+                            missing.append(
+                                f"{label} {step.name}: catalog config {config} but the wrapper loads {real}"
+                            )
                     if config:
                         configs["nemo-rl"].add(config)
                         files["nemo-rl"].add(config)
-                        nemo_jobs.append({"config": config,
-                                          "overrides": (nemo_wrapper_args(text) if script else []) + catalog})
+                        nemo_jobs.append(
+                            {
+                                "config": config,
+                                "overrides": (nemo_wrapper_args(text) if script else []) + catalog,
+                            }
+                        )
                         nemo_labels.append(f"{label} {step.name}")
                 else:
                     files["verl"].add(VERL_WRAPPER)
@@ -321,11 +355,15 @@ def main(argv: list[str] | None = None) -> int:
                     recorded = run_verl_wrapper(repos["verl"], step, tmp)
                     targs = trainer_args(recorded)
                     if targs is None:
-                        refused.append(f"{label} {step.name}: the wrapper never reached verl.trainer.main_ppo")
+                        refused.append(
+                            f"{label} {step.name}: the wrapper never reached verl.trainer.main_ppo"
+                        )
                         continue
                     verl_runs.append(targs)
                     verl_labels.append(f"{label} {step.name}")
-                    keys = [(re.match(r"^(\+{0,2})([^=]+)=", a) or re.match("()()", "")).groups() for a in targs]
+                    keys = [
+                        (re.match(r"^(\+{0,2})([^=]+)=", a) or re.match("()()", "")).groups() for a in targs
+                    ]
                     w = wrappers["verl"].setdefault(VERL_WRAPPER, {"added": set(), "plain": set()})
                     user = set(catalog)
                     for arg, (plus, key) in zip(targs, keys, strict=True):
@@ -341,12 +379,21 @@ def main(argv: list[str] | None = None) -> int:
                 config_keys["nemo-rl"][job["config"]] = res["keys"]
         # verl: Hydra composition against verl's config
         verl_cfg = str(Path(repos["verl"]) / VERL_CONFIG_DIR)
-        vres = _probe(args.python, VERL_PROBE, {"config_dir": verl_cfg, "config_name": "ppo_megatron_trainer",
-                                                "runs": verl_runs}, repos["verl"]) if verl_runs else []
+        vres = (
+            _probe(
+                args.python,
+                VERL_PROBE,
+                {"config_dir": verl_cfg, "config_name": "ppo_megatron_trainer", "runs": verl_runs},
+                repos["verl"],
+            )
+            if verl_runs
+            else []
+        )
         for label, res in zip(verl_labels, vres, strict=True):
             if res["error"]:
                 refused.append(f"{label}: Hydra compose: {res['error']}")
         from console.plan.overrides import ConfigUnavailable, flat_keys, load_config
+
         for config in configs["verl"]:
             try:
                 config_keys["verl"][config] = sorted(flat_keys(load_config(Path(repos["verl"]) / config)))
@@ -363,31 +410,53 @@ def main(argv: list[str] | None = None) -> int:
             role: {
                 "commit": git_head(path),
                 "files": siblings(path, files[role]),
-                **({"configs": config_keys.get(role, {}),
-                    "wrappers": {k: {"added": sorted(v["added"]), "plain": sorted(v["plain"]) if isinstance(
-                        v["plain"], set) else v["plain"]} for k, v in wrappers.get(role, {}).items()}}
-                   if role in config_keys else {}),
+                **(
+                    {
+                        "configs": config_keys.get(role, {}),
+                        "wrappers": {
+                            k: {
+                                "added": sorted(v["added"]),
+                                "plain": sorted(v["plain"]) if isinstance(v["plain"], set) else v["plain"],
+                            }
+                            for k, v in wrappers.get(role, {}).items()
+                        },
+                    }
+                    if role in config_keys
+                    else {}
+                ),
             }
             for role, path in repos.items()
         },
     }
     summary = {
         "commits": {k: v["commit"] for k, v in manifest["repos"].items()},
-        "plans": plans, "steps": steps,
-        "nemo_rl_override_sets": len(nemo_jobs), "verl_wrapper_runs": len(verl_runs),
-        "missing_paths": len(missing), "refused_overrides": len(refused), "drift_findings": len(drift),
+        "plans": plans,
+        "steps": steps,
+        "nemo_rl_override_sets": len(nemo_jobs),
+        "verl_wrapper_runs": len(verl_runs),
+        "missing_paths": len(missing),
+        "refused_overrides": len(refused),
+        "drift_findings": len(drift),
     }
     if not args.no_write:
         write_text_atomic(Path(args.manifest), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     if args.json:
-        print(json.dumps({**summary, "details": {"missing": missing, "refused": refused, "drift": drift}}, indent=2))
+        print(
+            json.dumps(
+                {**summary, "details": {"missing": missing, "refused": refused, "drift": drift}}, indent=2
+            )
+        )
     else:
         print("check_upstream summary")
         for role, commit in summary["commits"].items():
             print(f"  {role:8s} {commit}")
-        print(f"  plans built: {plans} ({steps} steps); NeMo-RL override sets checked with NeMo-RL's loader: "
-              f"{len(nemo_jobs)}; verl wrapper runs composed with Hydra: {len(verl_runs)}")
-        print(f"  missing paths: {len(missing)}  refused overrides: {len(refused)}  drift findings: {len(drift)}")
+        print(
+            f"  plans built: {plans} ({steps} steps); NeMo-RL override sets checked with NeMo-RL's loader: "
+            f"{len(nemo_jobs)}; verl wrapper runs composed with Hydra: {len(verl_runs)}"
+        )
+        print(
+            f"  missing paths: {len(missing)}  refused overrides: {len(refused)}  drift findings: {len(drift)}"
+        )
         for line in missing + refused + drift:
             print(f"  - {line}")
         if not args.no_write:

@@ -26,14 +26,48 @@ from pathlib import Path
 
 SPLITS = ("tuning", "heldout")
 FIELDS = ("id", "source_url", "framework", "log_excerpt", "expected_class", "expected_verdict", "resolution")
-FRAMEWORKS = ("nemo-rl", "verl", "megatron", "bridge", "te", "ray", "vllm", "other",
-              "sglang", "hf", "deepspeed", "openrlhf", "trl", "pytorch", "nccl")
+FRAMEWORKS = (
+    "nemo-rl",
+    "verl",
+    "megatron",
+    "bridge",
+    "te",
+    "ray",
+    "vllm",
+    "other",
+    "sglang",
+    "hf",
+    "deepspeed",
+    "openrlhf",
+    "trl",
+    "pytorch",
+    "nccl",
+)
 CLASSES = (
-    "rocr_visible_devices", "hf_rate_limit", "hf_offline_missing", "no_space", "missing_dependency",
-    "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
-    "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "cuda_error", "catalog_drift",
-    "cancelled", "checkpoint_failure", "metric_failure", "generation_failure", "teardown_crash", "hang",
-    "unknown_error", "pass",
+    "rocr_visible_devices",
+    "hf_rate_limit",
+    "hf_offline_missing",
+    "no_space",
+    "missing_dependency",
+    "bridge_import",
+    "container_venv_mismatch",
+    "ray_cluster",
+    "nccl",
+    "config_error",
+    "tp_accuracy_guard",
+    "data_missing",
+    "cuda_oom",
+    "cuda_graph_crash",
+    "cuda_error",
+    "catalog_drift",
+    "cancelled",
+    "checkpoint_failure",
+    "metric_failure",
+    "generation_failure",
+    "teardown_crash",
+    "hang",
+    "unknown_error",
+    "pass",
 )
 VERDICTS = ("Pass", "Fail", "Blocked", "Cancelled")
 URL_RE = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/(issues|pull|discussions)/[0-9]+$")

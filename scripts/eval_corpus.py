@@ -24,15 +24,21 @@ FLOOR_MARGIN = 3.0
 
 def floors_toml(scores: list[Score]) -> str:
     """``[floor.<file stem>.<split>]`` tables: verdict/class measured now minus FLOOR_MARGIN points."""
-    out = ["# Regression floors of tests/test_triage_corpus_own.py: the scores measured when these were",
-           f"# written (scripts/eval_corpus.py --write-floors) minus {FLOOR_MARGIN:g} points. Raise them, never lower",
-           "# them to make a change pass. The issue's targets are printed next to them by the test.", ""]
+    out = [
+        "# Regression floors of tests/test_triage_corpus_own.py: the scores measured when these were",
+        f"# written (scripts/eval_corpus.py --write-floors) minus {FLOOR_MARGIN:g} points. Raise them, never lower",
+        "# them to make a change pass. The issue's targets are printed next to them by the test.",
+        "",
+    ]
     for s in scores:
         stem, _, split = s.name.partition(":")
-        out += [f"[floor.{stem}.{split}]  # measured verdict {s.verdict_pct:.1f}, class {s.class_pct:.1f}, "
-                f"{s.n} cases",
-                f"verdict = {max(0.0, s.verdict_pct - FLOOR_MARGIN):.1f}",
-                f"class = {max(0.0, s.class_pct - FLOOR_MARGIN):.1f}", ""]
+        out += [
+            f"[floor.{stem}.{split}]  # measured verdict {s.verdict_pct:.1f}, class {s.class_pct:.1f}, "
+            f"{s.n} cases",
+            f"verdict = {max(0.0, s.verdict_pct - FLOOR_MARGIN):.1f}",
+            f"class = {max(0.0, s.class_pct - FLOOR_MARGIN):.1f}",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -48,8 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--verbose", action="store_true", help="list every case, not only the misses")
     ap.add_argument("--no-split", action="store_true", help="one row per file")
-    ap.add_argument("--write-floors", type=Path, metavar="FILE",
-                    help=f"write measured scores minus {FLOOR_MARGIN:g} points as regression floors (TOML)")
+    ap.add_argument(
+        "--write-floors",
+        type=Path,
+        metavar="FILE",
+        help=f"write measured scores minus {FLOOR_MARGIN:g} points as regression floors (TOML)",
+    )
     args = ap.parse_args(argv)
     files = args.files or default_files()
     if not files:

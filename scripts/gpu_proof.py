@@ -37,8 +37,12 @@ def _mib(n: int | None) -> str:
 
 def demo_run(runs_dir: Path) -> None:
     t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "console", "demo", "--headless", "--runs-dir", str(runs_dir)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "console", "demo", "--headless", "--runs-dir", str(runs_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     wall = time.time() - t0
     out = proc.stdout.splitlines()
     device = next((ln for ln in out if "device:" in ln), "device: ?")
@@ -64,14 +68,19 @@ def demo_run(runs_dir: Path) -> None:
     print(f"wall time: {wall:.1f} s (exit {proc.returncode}); {verdict}")
     if steps:
         print(f"reward: step {steps[0]} = {reward[steps[0]]:.3f}, step {steps[-1]} = {reward[steps[-1]]:.3f}")
-    print(f"gpu samples in events.jsonl: {samples}; peak run memory per device: "
-          + ", ".join(f"GPU{i} {_mib(m)}" for i, m in sorted(peak.items())) + f"; processes: {sorted(names)}")
+    print(
+        f"gpu samples in events.jsonl: {samples}; peak run memory per device: "
+        + ", ".join(f"GPU{i} {_mib(m)}" for i, m in sorted(peak.items()))
+        + f"; processes: {sorted(names)}"
+    )
     if proc.returncode != 0:
         print(proc.stdout[-3000:], proc.stderr[-3000:])
 
 
 def sampler_attribution(mib: int = 2048) -> None:
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(mib), "20"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(mib), "20"], stdout=subprocess.PIPE, text=True
+    )
     assert child.stdout is not None
     child.stdout.readline()
     sampler = GpuSampler(run_pids_fn=lambda: run_process_tree([child.pid]))
@@ -81,8 +90,10 @@ def sampler_attribution(mib: int = 2048) -> None:
     print(f"== NVML sampler (child pid {child.pid} holds {mib} MiB) ==")
     print(f"available={snap.available} driver={snap.driver} reason={snap.reason!r} sample_ms={cost:.1f}")
     for dev in snap.devices:
-        print(f"GPU{dev.index} {dev.name} used {_mib(dev.mem_used)} / {_mib(dev.mem_total)} util {dev.util}% "
-              f"mig={dev.mig} lost={dev.lost} ours={_mib(dev.ours_mem)}")
+        print(
+            f"GPU{dev.index} {dev.name} used {_mib(dev.mem_used)} / {_mib(dev.mem_total)} util {dev.util}% "
+            f"mig={dev.mig} lost={dev.lost} ours={_mib(dev.ours_mem)}"
+        )
         for p in dev.procs:
             print(f"   pid {p.pid:>7} {p.name:<20} {_mib(p.mem):>12} {'<- this run' if p.ours else ''}")
     child.kill()

@@ -78,8 +78,12 @@ def api_versions(nvml: Nvml, index: int) -> list[str]:
 
 
 def hold(cvd: str, mib: int, seconds: float = 60.0) -> subprocess.Popen[str]:
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(mib), str(seconds)], stdout=subprocess.PIPE,
-                             text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": cvd})
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(mib), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": cvd},
+    )
     assert child.stdout is not None
     line = child.stdout.readline()
     if not line.startswith("allocated"):
@@ -124,13 +128,19 @@ def main() -> int:
     print("process-list APIs on this driver:")
     print("\n".join(api_versions(nvml, args.device)))
     target = ids[args.device]
-    forms = [("index", str(target.index)), ("GPU-uuid", target.uuid), ("uuid prefix", unique_prefix(target.uuid, ids))]
+    forms = [
+        ("index", str(target.index)),
+        ("GPU-uuid", target.uuid),
+        ("uuid prefix", unique_prefix(target.uuid, ids)),
+    ]
     if target.mig_uuids:
         forms.append(("MIG-uuid", target.mig_uuids[0]))
     failures = 0
     notices: list[str] = []
-    header = (f"{'CUDA_VISIBLE_DEVICES as':<24} {'value':<44} {'-> NVML':<8} {'child pid':>9} {'seen on':<8} "
-              f"{'child mem':>10} {'ours':<5} {'attribution':<11} {'run mem':>10} check")
+    header = (
+        f"{'CUDA_VISIBLE_DEVICES as':<24} {'value':<44} {'-> NVML':<8} {'child pid':>9} {'seen on':<8} "
+        f"{'child mem':>10} {'ours':<5} {'attribution':<11} {'run mem':>10} check"
+    )
     print("\n" + header + "\n" + "-" * len(header))
     for label, value in forms:
         mapped = visible_indexes(value, ids)
@@ -141,11 +151,18 @@ def main() -> int:
             where, mem, ours = seen_at(snap, child.pid)
             run_mem = sum(d.ours_mem for d in snap.devices)
             notices += snap.notices
-            good = (mapped == [target.index] and where == [target.index] and ours
-                    and snap.attribution == "by-pid" and (mem is None or mem >= args.mib << 20))
+            good = (
+                mapped == [target.index]
+                and where == [target.index]
+                and ours
+                and snap.attribution == "by-pid"
+                and (mem is None or mem >= args.mib << 20)
+            )
             failures += not good
-            print(f"{label:<24} {value:<44} {str(mapped):<8} {child.pid:>9} {str(where):<8} {_mib(mem):>10} "
-                  f"{str(ours):<5} {snap.attribution:<11} {_mib(run_mem):>10} {'ok' if good else 'FAIL'}")
+            print(
+                f"{label:<24} {value:<44} {str(mapped):<8} {child.pid:>9} {str(where):<8} {_mib(mem):>10} "
+                f"{str(ours):<5} {snap.attribution:<11} {_mib(run_mem):>10} {'ok' if good else 'FAIL'}"
+            )
             sampler.close()
         finally:
             child.kill()
@@ -153,20 +170,26 @@ def main() -> int:
     # the child's PID hidden from the sampler: a decoy on the CPU is "the run", its env names the GPU
     child = hold(str(target.index), args.mib)
     prefix = unique_prefix(target.uuid, ids)
-    decoy = subprocess.Popen([sys.executable, "-c", DECOY], env={**os.environ, "CUDA_VISIBLE_DEVICES": prefix})
+    decoy = subprocess.Popen(
+        [sys.executable, "-c", DECOY], env={**os.environ, "CUDA_VISIBLE_DEVICES": prefix}
+    )
     try:
         for how, kwargs in (("decoy's env", {}), ("given", {"cuda_visible": str(target.index)})):
             sampler = GpuSampler(run_pids_fn=lambda: run_process_tree([decoy.pid]), **kwargs)
             snap = wait_seen(sampler, child.pid)
             where, mem, ours = seen_at(snap, child.pid)
             run_mem = sum(d.ours_mem for d in snap.devices)
-            good = snap.attribution == "by-device" and ours and where == [target.index] and run_mem >= (mem or 0)
+            good = (
+                snap.attribution == "by-device" and ours and where == [target.index] and run_mem >= (mem or 0)
+            )
             failures += not good
             label = f"pid hidden ({how})"
             value = prefix if not kwargs else str(target.index)
-            print(f"{label:<24} {value:<44} {str(visible_indexes(value, ids)):<8} {child.pid:>9} {str(where):<8} "
-                  f"{_mib(mem):>10} {str(ours):<5} {snap.attribution:<11} {_mib(run_mem):>10} "
-                  f"{'ok' if good else 'FAIL'}")
+            print(
+                f"{label:<24} {value:<44} {str(visible_indexes(value, ids)):<8} {child.pid:>9} {str(where):<8} "
+                f"{_mib(mem):>10} {str(ours):<5} {snap.attribution:<11} {_mib(run_mem):>10} "
+                f"{'ok' if good else 'FAIL'}"
+            )
             t0 = time.perf_counter()
             for _ in range(10):
                 sampler.sample()
@@ -177,7 +200,9 @@ def main() -> int:
         for p in (child, decoy):
             p.kill()
             p.wait()
-    print(f"\nGpuSampler.sample(): {cost:.1f} ms per sample; notices (each said once per sampler): {sorted(set(notices)) or 'none'}")
+    print(
+        f"\nGpuSampler.sample(): {cost:.1f} ms per sample; notices (each said once per sampler): {sorted(set(notices)) or 'none'}"
+    )
     nvml.stop()
     print("all checks ok" if not failures else f"{failures} check(s) FAILED")
     return 1 if failures else 0

@@ -8,14 +8,24 @@ import os
 import subprocess
 from pathlib import Path
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": "/dev/null",
-           "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                         env={**os.environ, **GIT_ENV})
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+    )
     return out.stdout.strip()
 
 
@@ -56,17 +66,36 @@ def make_hf_snapshot(cache: Path, model: str, revision: str = "main") -> Path:
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=120, special_tokens=["<unk>", "<|endoftext|>"], show_progress=False)
-    corpus = ["the model answers math questions", "megatron bridge meets an rl loop",
-              "twelve plus thirty is forty two", "offline snapshots load without the network"] * 20
+    trainer = trainers.BpeTrainer(
+        vocab_size=120, special_tokens=["<unk>", "<|endoftext|>"], show_progress=False
+    )
+    corpus = [
+        "the model answers math questions",
+        "megatron bridge meets an rl loop",
+        "twelve plus thirty is forty two",
+        "offline snapshots load without the network",
+    ] * 20
     tok.train_from_iterator(corpus, trainer)
     files = {
-        "config.json": json.dumps({"model_type": "gpt2", "vocab_size": tok.get_vocab_size(), "n_layer": 1,
-                                   "n_head": 2, "n_embd": 8, "n_positions": 32}),
+        "config.json": json.dumps(
+            {
+                "model_type": "gpt2",
+                "vocab_size": tok.get_vocab_size(),
+                "n_layer": 1,
+                "n_head": 2,
+                "n_embd": 8,
+                "n_positions": 32,
+            }
+        ),
         "tokenizer.json": tok.to_str(),
-        "tokenizer_config.json": json.dumps({"tokenizer_class": "PreTrainedTokenizerFast",
-                                             "unk_token": "<unk>", "eos_token": "<|endoftext|>",
-                                             "model_max_length": 32}),
+        "tokenizer_config.json": json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "unk_token": "<unk>",
+                "eos_token": "<|endoftext|>",
+                "model_max_length": 32,
+            }
+        ),
     }
     repo = cache / ("models--" + model.replace("/", "--"))
     sha = hashlib.sha1("".join(files.values()).encode()).hexdigest()
@@ -84,11 +113,30 @@ def make_hf_snapshot(cache: Path, model: str, revision: str = "main") -> Path:
 
 def clean_env(monkeypatch, **extra: str) -> None:
     """Remove variables of the machine that would change the doctor's answers; set `extra`."""
-    for name in ("PYTHONPATH", "RAY_ADDRESS", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
-                 "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                 "HIP_VISIBLE_DEVICES", "MODEL_PATH", "MODEL_ID", "VERL_USE_UV", "TRAIN_FILES", "VAL_FILES",
-                 "RM_MODEL_PATH", "TORCH_CUDA_ARCH_LIST", "NRL_FORCE_REBUILD_VENVS", "BRIDGE_REPO",
-                 "NEMO_RL_REPO", "VERL_REPO", "RAY_TMPDIR"):
+    for name in (
+        "PYTHONPATH",
+        "RAY_ADDRESS",
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "CUDA_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "MODEL_PATH",
+        "MODEL_ID",
+        "VERL_USE_UV",
+        "TRAIN_FILES",
+        "VAL_FILES",
+        "RM_MODEL_PATH",
+        "TORCH_CUDA_ARCH_LIST",
+        "NRL_FORCE_REBUILD_VENVS",
+        "BRIDGE_REPO",
+        "NEMO_RL_REPO",
+        "VERL_REPO",
+        "RAY_TMPDIR",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name, value in extra.items():
         monkeypatch.setenv(name, value)
@@ -112,7 +160,7 @@ def assert_check_shape(check: dict) -> None:
 # project environment (<project>/.venv made by make_project_env). `uv sync --dry-run` prints, on stderr,
 # the lines real uv 0.13 prints (taken from a real run); which ones is read from $FAKE_UV_SYNC
 # ("in_sync", "download" or "offline_error"). Every call is appended to $FAKE_UV_LOG as a JSON list.
-FAKE_UV = r'''#!{python}
+FAKE_UV = r"""#!{python}
 import json, os, sys
 from pathlib import Path
 args = sys.argv[1:]
@@ -160,7 +208,7 @@ if args[:1] == ["run"]:
     os.execvp(rest[0], rest)
 sys.stderr.write(f"error: unrecognized subcommand {{args[:1]}}\n")
 raise SystemExit(2)
-'''
+"""
 
 
 def install_fake_uv(bindir: Path) -> Path:
@@ -180,8 +228,11 @@ def make_project_env(project: Path) -> Path:
     import site
     import sys
 
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")],
+        check=True,
+        capture_output=True,
+    )
     purelib = next((project / ".venv" / "lib").glob("python3*/site-packages"))
     (purelib / "console_test_parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return project / ".venv" / "bin" / "python"

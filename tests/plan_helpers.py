@@ -16,14 +16,24 @@ def git_repo(path: Path) -> Path:
 
 def make_repos(tmp: Path) -> tuple[str, str, str]:
     """(bridge, nemo-rl, verl) git checkouts."""
-    return (str(git_repo(tmp / "Megatron-Bridge")), str(git_repo(tmp / "nemo-rl")), str(git_repo(tmp / "verl")))
+    return (
+        str(git_repo(tmp / "Megatron-Bridge")),
+        str(git_repo(tmp / "nemo-rl")),
+        str(git_repo(tmp / "verl")),
+    )
 
 
 def spec(framework: str, repos: tuple[str, str, str], levels=(0,), variants=(), **kw) -> RunSpec:
     bridge, nemo, verl = repos
     repo = {"nemo-rl": nemo, "verl": verl}.get(framework)
-    return RunSpec(framework=framework, levels=list(levels), variants=list(variants),
-                   bridge_repo=bridge if framework != "demo" else None, repo=repo, **kw)
+    return RunSpec(
+        framework=framework,
+        levels=list(levels),
+        variants=list(variants),
+        bridge_repo=bridge if framework != "demo" else None,
+        repo=repo,
+        **kw,
+    )
 
 
 NEMO_CONFIG_PARENT = """\

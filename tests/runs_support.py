@@ -46,8 +46,15 @@ def wait_for(pred, timeout: float = 30.0, what: str = "condition") -> None:
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([PY, "-m", "console", *args], capture_output=True, text=True, timeout=timeout,
-                          env=full_env, stdin=subprocess.DEVNULL, cwd=ROOT)
+    return subprocess.run(
+        [PY, "-m", "console", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
 
 
 def reap_runs(runs_dir: Path) -> list[int]:

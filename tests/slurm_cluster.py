@@ -36,8 +36,11 @@ def skip_reason() -> str | None:
     """Why the Slurm tests cannot run here, or None."""
     missing = missing_binaries()
     if missing:
-        return ("local Slurm not installed (missing: " + ", ".join(missing)
-                + "); apt-get install slurmctld slurmd slurm-client munge")
+        return (
+            "local Slurm not installed (missing: "
+            + ", ".join(missing)
+            + "); apt-get install slurmctld slurmd slurm-client munge"
+        )
     if os.geteuid() != 0:
         return "the local Slurm cluster fixture needs root (daemons run as SlurmUser=root)"
     return None
@@ -96,8 +99,14 @@ class SlurmCluster:
         return {"SLURM_CONF": str(self.conf)}
 
     def run(self, *argv: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(list(argv), env={**os.environ, **self.env}, capture_output=True, text=True,
-                              check=check, timeout=timeout)
+        return subprocess.run(
+            list(argv),
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )
 
     # ---- bring-up ------------------------------------------------------------------------
     def _write_files(self) -> None:
@@ -149,9 +158,12 @@ class SlurmCluster:
             "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0",
             "AccountingStorageType=accounting_storage/none",
             "JobAcctGatherType=jobacct_gather/none",
-            *(f"NodeName={name} NodeHostname={self.node} NodeAddr=127.0.0.1"
-              + (f" Port={port}" if multi else "") + f" {hw_fields} State=UNKNOWN"
-              for name, port in zip(self.nodes, node_ports, strict=True)),
+            *(
+                f"NodeName={name} NodeHostname={self.node} NodeAddr=127.0.0.1"
+                + (f" Port={port}" if multi else "")
+                + f" {hw_fields} State=UNKNOWN"
+                for name, port in zip(self.nodes, node_ports, strict=True)
+            ),
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
             # a partition whose limit no 10-minute job can meet: jobs pend there for ever
             "PartitionName=tiny Nodes=ALL Default=NO MaxTime=1 State=UP",
@@ -161,9 +173,14 @@ class SlurmCluster:
     def _start(self, name: str, argv: list[str]) -> None:
         out = open(self.base / "log" / f"{name}.out", "wb")  # noqa: SIM115
         try:
-            self.procs[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                                env={**os.environ, **self.env})
+            self.procs[name] = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **self.env},
+            )
         finally:
             out.close()
 
@@ -172,8 +189,10 @@ class SlurmCluster:
         while time.monotonic() < deadline:
             for name, p in self.procs.items():
                 if p.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({p.returncode}) while waiting for {what}: "
-                                       + self.daemon_log(name)[-2000:])
+                    raise RuntimeError(
+                        f"{name} exited ({p.returncode}) while waiting for {what}: "
+                        + self.daemon_log(name)[-2000:]
+                    )
             with contextlib.suppress(Exception):
                 if fn():
                     return
@@ -189,11 +208,18 @@ class SlurmCluster:
 
     def start(self) -> SlurmCluster:
         self._write_files()
-        self._start("munged", ["munged", "--foreground", f"--socket={self.munge_socket}",
-                               f"--key-file={self.base / 'munge' / 'etc' / 'munge.key'}",
-                               f"--pid-file={self.base / 'munge' / 'run' / 'munged.pid'}",
-                               f"--seed-file={self.base / 'munge' / 'lib' / 'munged.seed'}",
-                               f"--log-file={self.base / 'log' / 'munged.log'}"])
+        self._start(
+            "munged",
+            [
+                "munged",
+                "--foreground",
+                f"--socket={self.munge_socket}",
+                f"--key-file={self.base / 'munge' / 'etc' / 'munge.key'}",
+                f"--pid-file={self.base / 'munge' / 'run' / 'munged.pid'}",
+                f"--seed-file={self.base / 'munge' / 'lib' / 'munged.seed'}",
+                f"--log-file={self.base / 'log' / 'munged.log'}",
+            ],
+        )
         self._wait("munged", lambda: self.munge_socket.exists())
         self._start("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
         self._wait("slurmctld", lambda: "is UP" in self.run("scontrol", "ping", check=False).stdout)
@@ -210,8 +236,11 @@ class SlurmCluster:
                 continue
             self._start(key, ["slurmd", "-D", "-f", str(self.conf), "-N", name])
         for name in names:
-            self._wait(f"node {name} idle", lambda n=name: self.node_state(n) in ("idle", "mixed", "allocated"),
-                       timeout=30)
+            self._wait(
+                f"node {name} idle",
+                lambda n=name: self.node_state(n) in ("idle", "mixed", "allocated"),
+                timeout=30,
+            )
 
     def _scheduler_cycled(self) -> bool:
         out = self.run("sdiag", check=False).stdout
@@ -224,7 +253,11 @@ class SlurmCluster:
         return False
 
     def node_state(self, node: str | None = None) -> str:
-        return self.run("sinfo", "-h", "-n", node or self.node, "-o", "%T", check=False).stdout.strip().split("\n")[0]
+        return (
+            self.run("sinfo", "-h", "-n", node or self.node, "-o", "%T", check=False)
+            .stdout.strip()
+            .split("\n")[0]
+        )
 
     def _slurmd_key(self, node: str | None) -> str:
         return "slurmd" if node in (None, self.node) else f"slurmd-{node}"
@@ -293,8 +326,10 @@ class SlurmCluster:
                 if jobs:
                     self.run("scancel", *jobs, check=False)
                     deadline = time.monotonic() + 15
-                    while time.monotonic() < deadline and self.run(
-                            "squeue", "-h", "-o", "%A", check=False).stdout.strip():
+                    while (
+                        time.monotonic() < deadline
+                        and self.run("squeue", "-h", "-o", "%A", check=False).stdout.strip()
+                    ):
                         time.sleep(0.2)
         self.stop_job_leftovers()
         for name in [n for n in self.procs if n.startswith("slurmd-")] + ["slurmd", "slurmctld", "munged"]:

@@ -18,9 +18,19 @@ def test_frameworks_load_with_their_levels_and_variants():
     assert [lv.number for lv in load_framework("verl").levels] == [0, 1, 2, 3, 4, 5]
     assert [lv.number for lv in load_framework("demo").levels] == [0]
     assert {v.name for v in load_framework("nemo-rl").variants} == {
-        "delta-compression", "no-cuda-graphs", "moe-ep", "vlm", "audio", "eagle-mtp"}
+        "delta-compression",
+        "no-cuda-graphs",
+        "moe-ep",
+        "vlm",
+        "audio",
+        "eagle-mtp",
+    }
     assert {v.name for v in load_framework("verl").variants} == {
-        "no-reward-model", "enforce-eager", "moe-ep", "ray-pythonpath"}
+        "no-reward-model",
+        "enforce-eager",
+        "moe-ep",
+        "ray-pythonpath",
+    }
     assert [v.name for v in load_framework("demo").variants] == ["nan", "lr-scale", "adv-mean"]
     with pytest.raises(CatalogError, match="unknown framework"):
         load_framework("guidance")
@@ -29,8 +39,12 @@ def test_frameworks_load_with_their_levels_and_variants():
 def test_every_step_has_proves_and_criteria():
     for fw in ("nemo-rl", "verl", "demo"):
         cat = load_framework(fw)
-        steps = [*cat.setup, *cat.before_train, *(s for lv in cat.levels for s in lv.steps),
-                 *(s for v in cat.variants for s in v.steps)]
+        steps = [
+            *cat.setup,
+            *cat.before_train,
+            *(s for lv in cat.levels for s in lv.steps),
+            *(s for v in cat.variants for s in v.steps),
+        ]
         for s in steps:
             assert s.proves and s.criteria, (fw, s.name)
         for lv in cat.levels:
@@ -66,9 +80,26 @@ def test_schema_errors_are_loud():
 
 def test_adding_a_level_is_a_data_change():
     data = _nemo_data()
-    data["levels"].append({"number": 7, "title": "T", "required_when": "W", "proves": "P", "gpus": 1,
-                           "steps": [{"name": "l7-x", "title": "x", "argv": ["echo", "{repo}"], "cwd": "repo",
-                                      "kind": "train", "deliverable": "variant", "proves": "p"}]})
+    data["levels"].append(
+        {
+            "number": 7,
+            "title": "T",
+            "required_when": "W",
+            "proves": "P",
+            "gpus": 1,
+            "steps": [
+                {
+                    "name": "l7-x",
+                    "title": "x",
+                    "argv": ["echo", "{repo}"],
+                    "cwd": "repo",
+                    "kind": "train",
+                    "deliverable": "variant",
+                    "proves": "p",
+                }
+            ],
+        }
+    )
     cat = parse_framework(data, "t")
     assert cat.level(7).steps[0].argv == ("echo", "{repo}")
 
@@ -84,8 +115,15 @@ def test_catalog_levels_and_guidance():
     assert recommend_levels("verl", ["optimizer-loss"]) == [0, 5]
     assert recommend_levels("nemo-rl", ["architecture", "optimizer-loss"]) == [0, 5, 6]
     ids = [a for a, _ in touched_areas()]
-    assert {"new-provider", "config-only", "checkpoint-export", "weight-mapping-refit", "parallelism",
-            "architecture", "optimizer-loss"} <= set(ids)
+    assert {
+        "new-provider",
+        "config-only",
+        "checkpoint-export",
+        "weight-mapping-refit",
+        "parallelism",
+        "architecture",
+        "optimizer-loss",
+    } <= set(ids)
     assert len(load_guidance()) == len(ids)
     with pytest.raises(SpecError):
         recommend_levels("nemo-rl", ["nope"])

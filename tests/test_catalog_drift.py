@@ -41,21 +41,28 @@ def test_manifest_records_commits_and_config_trees():
     assert set(m["repos"]) == {"nemo-rl", "verl", "bridge"}
     for info in m["repos"].values():
         assert len(info["commit"]) == 40 and info["files"]
-    assert "policy.generation.refit_transport" in m["repos"]["nemo-rl"]["configs"][
-        "examples/configs/grpo_math_1B_megatron.yaml"]
+    assert (
+        "policy.generation.refit_transport"
+        in m["repos"]["nemo-rl"]["configs"]["examples/configs/grpo_math_1B_megatron.yaml"]
+    )
 
 
 def _all_cases():
     for fw in ("nemo-rl", "verl"):
         cat = load_framework(fw)
         for lv in cat.levels:
-            combos = ([] if lv.requires_variant else [()]) + [(v.name,) for v in cat.variants if lv.number in v.levels]
+            combos = ([] if lv.requires_variant else [()]) + [
+                (v.name,) for v in cat.variants if lv.number in v.levels
+            ]
             for vs in combos:
                 yield fw, lv.number, vs
 
 
-@pytest.mark.parametrize(("framework", "level", "variants"), list(_all_cases()),
-                         ids=lambda x: str(x) if not isinstance(x, tuple) else "-".join(x) or "base")
+@pytest.mark.parametrize(
+    ("framework", "level", "variants"),
+    list(_all_cases()),
+    ids=lambda x: str(x) if not isinstance(x, tuple) else "-".join(x) or "base",
+)
 def test_every_catalog_plan_resolves_on_the_manifest(repos, framework, level, variants):
     plan = build_plan(spec(framework, repos, (level,), variants))
     assert _manifest_drift(plan, framework) == []
@@ -84,7 +91,9 @@ def test_drift_missing_test_file(repos):
     plan = build_plan(spec("verl", repos, (0,)))
     plan.step("bridge-checks").argv.append("tests/unit_tests/training/test_integration.py")
     found = [d for d in _manifest_drift(plan, "verl") if d["step"] == "bridge-checks"]
-    assert [(d["kind"], d["item"]) for d in found] == [("missing_path", "tests/unit_tests/training/test_integration.py")]
+    assert [(d["kind"], d["item"]) for d in found] == [
+        ("missing_path", "tests/unit_tests/training/test_integration.py")
+    ]
     assert found[0]["closest"].startswith("tests/unit_tests/training/")
     assert "does not exist" in found[0]["message"]
 
@@ -93,13 +102,21 @@ def test_drift_unknown_key_in_catalog_overrides(repos):
     # the procedure's delta-compression keys, which NeMo-RL's loader refuses
     plan = build_plan(spec("nemo-rl", repos, (2,), ("delta-compression",)))
     role, config, catalog_args, user_args = plan.resolve_inputs["l2-grpo-non-colocated"]
-    plan.resolve_inputs["l2-grpo-non-colocated"] = (role, config, [*catalog_args,
-                                                    "policy.generation.delta_compression.enabled=true",
-                                                    "+policy.generation.refit_transport=vllm_zmq_sparse"], user_args)
+    plan.resolve_inputs["l2-grpo-non-colocated"] = (
+        role,
+        config,
+        [
+            *catalog_args,
+            "policy.generation.delta_compression.enabled=true",
+            "+policy.generation.refit_transport=vllm_zmq_sparse",
+        ],
+        user_args,
+    )
     found = _manifest_drift(plan, "nemo-rl")
     assert [(d["kind"], d["item"]) for d in found] == [
         ("unknown_key", "policy.generation.delta_compression.enabled=true"),
-        ("key_exists", "+policy.generation.refit_transport=vllm_zmq_sparse")]
+        ("key_exists", "+policy.generation.refit_transport=vllm_zmq_sparse"),
+    ]
     assert found[0]["closest"] and found[0]["origin"] == "catalog"
 
 
@@ -107,14 +124,20 @@ def test_drift_is_per_step_config(repos):
     # Level 1 runs a GRPO wrapper (grpo_math_1B_megatron.yaml) and the SFT wrapper (sft.yaml):
     # each step's arguments are checked against the config that step loads, not one for all
     plan = build_plan(spec("nemo-rl", repos, (1,)))
-    for name, arg in (("l1-grpo-megatron-lora", "sft.val_period=2"), ("l1-sft-resume-diamond", "grpo.max_num_steps=5")):
+    for name, arg in (
+        ("l1-grpo-megatron-lora", "sft.val_period=2"),
+        ("l1-sft-resume-diamond", "grpo.max_num_steps=5"),
+    ):
         role, config, catalog_args, _ = plan.resolve_inputs[name]
         plan.resolve_inputs[name] = (role, config, catalog_args, [arg])
     found = {d["step"]: d for d in _manifest_drift(plan, "nemo-rl")}
     assert found["l1-grpo-megatron-lora"]["where"] == "examples/configs/grpo_math_1B_megatron.yaml"
     assert found["l1-sft-resume-diamond"]["where"] == "examples/configs/sft.yaml"
     # swapped, both fit their own step's config
-    for name, arg in (("l1-grpo-megatron-lora", "grpo.max_num_steps=5"), ("l1-sft-resume-diamond", "sft.val_period=2")):
+    for name, arg in (
+        ("l1-grpo-megatron-lora", "grpo.max_num_steps=5"),
+        ("l1-sft-resume-diamond", "sft.val_period=2"),
+    ):
         role, config, catalog_args, _ = plan.resolve_inputs[name]
         plan.resolve_inputs[name] = (role, config, catalog_args, [arg])
     assert _manifest_drift(plan, "nemo-rl") == []
@@ -124,7 +147,9 @@ def test_wrapper_added_keys_count_for_later_arguments(repos):
     # verl's wrapper '+'-adds override_optimizer_config keys before "$@": a plain override of such a
     # key fits, a second '+' does not (Hydra: "Could not append to config. An item is already at ...")
     plan = build_plan(spec("verl", repos, (0,)))
-    added = load_manifest()["repos"]["verl"]["wrappers"]["tests/special_e2e/run_ppo_trainer_megatron.sh"]["added"]
+    added = load_manifest()["repos"]["verl"]["wrappers"]["tests/special_e2e/run_ppo_trainer_megatron.sh"][
+        "added"
+    ]
     key = next(k for k in added if "optimizer_cpu_offload" in k)
     role, config, catalog_args, _ = plan.resolve_inputs["l0-ppo-lora-ddp"]
     plan.resolve_inputs["l0-ppo-lora-ddp"] = (role, config, catalog_args, [f"{key}=True", f"+{key}=True"])
@@ -135,15 +160,40 @@ def test_wrapper_added_keys_count_for_later_arguments(repos):
 def test_checkout_drift_shows_in_plan_output_and_blocks_run(repos, tmp_path):
     bridge, nemo, _ = repos
     env = {"PYTHONPATH": str(ROOT), "HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
-    args = ["--framework", "nemo-rl", "--repo", nemo, "--bridge-repo", bridge, "--runs-dir", str(tmp_path / "runs")]
-    out = subprocess.run([sys.executable, "-m", "console", "plan", *args], capture_output=True, text=True, env=env)
+    args = [
+        "--framework",
+        "nemo-rl",
+        "--repo",
+        nemo,
+        "--bridge-repo",
+        bridge,
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    ]
+    out = subprocess.run(
+        [sys.executable, "-m", "console", "plan", *args], capture_output=True, text=True, env=env
+    )
     assert out.returncode == 0
-    assert "catalog_drift: bridge-checks: tests/unit_tests/models/test_model_provider_mixin.py does not exist" in out.stdout
-    data = json.loads(subprocess.run([sys.executable, "-m", "console", "plan", *args, "--json"],
-                                     capture_output=True, text=True, env=env).stdout)
+    assert (
+        "catalog_drift: bridge-checks: tests/unit_tests/models/test_model_provider_mixin.py does not exist"
+        in out.stdout
+    )
+    data = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "console", "plan", *args, "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout
+    )
     assert {d["class"] for d in data["drift"]} == {"catalog_drift"}
-    run = subprocess.run([sys.executable, "-m", "console", "run", *args, "--headless", "--no-doctor"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "console", "run", *args, "--headless", "--no-doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert run.returncode == 3 and "--allow-drift" in run.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
@@ -161,14 +211,35 @@ def test_pytest_exit_4_is_blocked_drift_not_a_fail(tmp_path):
     checkout = tmp_path / "bridge"
     checkout.mkdir()
     runs_dir = tmp_path / "runs"
-    plan = {"steps": [
-        {"name": "bridge-checks", "argv": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                           "tests/unit_tests/training/test_integration.py"],
-         "env": {}, "cwd": str(checkout), "kind": "check", "deliverable": "bridge_checks",
-         "notes": ["Upstream wins over the procedure: test note"]},
-        {"name": "l0-run", "argv": [sys.executable, "-c", "print('train')"], "env": {}, "cwd": str(checkout),
-         "kind": "train", "deliverable": "framework_run"},
-    ]}
+    plan = {
+        "steps": [
+            {
+                "name": "bridge-checks",
+                "argv": [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "tests/unit_tests/training/test_integration.py",
+                ],
+                "env": {},
+                "cwd": str(checkout),
+                "kind": "check",
+                "deliverable": "bridge_checks",
+                "notes": ["Upstream wins over the procedure: test note"],
+            },
+            {
+                "name": "l0-run",
+                "argv": [sys.executable, "-c", "print('train')"],
+                "env": {},
+                "cwd": str(checkout),
+                "kind": "train",
+                "deliverable": "framework_run",
+            },
+        ]
+    }
     try:
         run_dir = start_run(RunSpec(framework="nemo-rl", runs_dir=str(runs_dir)), plan=plan)
         state = wait_finished(run_dir, timeout=90)
@@ -217,4 +288,7 @@ def test_checkout_drift_shows_in_the_new_run_preview(repos):
     assert plan.drift
     text = render_preview(plan).plain
     head, _, _ = text.partition("1. ")
-    assert "catalog drift: bridge-checks: tests/unit_tests/models/test_model_provider_mixin.py does not exist" in head
+    assert (
+        "catalog drift: bridge-checks: tests/unit_tests/models/test_model_provider_mixin.py does not exist"
+        in head
+    )

@@ -116,12 +116,18 @@ def test_verdict_branches() -> None:
 def test_timing_regression_needs_both_thresholds() -> None:
     rules = load_rules("nemo-rl")
     rule = rules.timing["step_time"]
-    slow = judge.timing_row(rule, judge.align(("t", "t"), series(t=[10.0] * 5), series(t=[12.0] * 5)), rules, 5)
+    slow = judge.timing_row(
+        rule, judge.align(("t", "t"), series(t=[10.0] * 5), series(t=[12.0] * 5)), rules, 5
+    )
     assert slow["regression"] and slow["rel_delta"] == pytest.approx(0.2)
-    tiny = judge.timing_row(rule, judge.align(("t", "t"), series(t=[0.1] * 5), series(t=[0.13] * 5)), rules, 5)
+    tiny = judge.timing_row(
+        rule, judge.align(("t", "t"), series(t=[0.1] * 5), series(t=[0.13] * 5)), rules, 5
+    )
     assert not tiny["regression"]  # +30% but 0.03 s: noise
     tput = rules.timing["tokens_per_s"]
-    fewer = judge.timing_row(tput, judge.align(("t", "t"), series(t=[1000.0] * 5), series(t=[800.0] * 5)), rules, 5)
+    fewer = judge.timing_row(
+        tput, judge.align(("t", "t"), series(t=[1000.0] * 5), series(t=[800.0] * 5)), rules, 5
+    )
     assert fewer["regression"]  # throughput: higher is better
 
 
@@ -131,7 +137,9 @@ def test_guess_framework_for_unknown_replays() -> None:
     assert math.isfinite(load_rules("verl").regress_rel)
 
 
-def write_run(runs: Path, name: str, created: float, framework: str = "demo", model: str | None = None) -> Path:
+def write_run(
+    runs: Path, name: str, created: float, framework: str = "demo", model: str | None = None
+) -> Path:
     d = runs / name
     d.mkdir(parents=True)
     (d / "spec.json").write_text(json.dumps({"framework": framework, "levels": [0], "model": model}))
@@ -157,11 +165,21 @@ def test_series_reads_metrics_json_then_log_events_and_gpu_peaks(tmp_path: Path)
     (d / "metrics.json").write_text(json.dumps({"train/loss": {"1": 0.5, "2": "NaN"}}))
     lines = [
         {"t": 1, "type": "metrics", "step": 1, "plan_step": "s", "values": {"loss": 0.5, "reward": 0.25}},
-        {"t": 2, "type": "gpu", "step": "s", "devices": [{"index": 0, "name": "H100", "mem_used": 5, "mem_total": 9}]},
-        {"t": 3, "type": "gpu", "step": "s", "devices": [{"index": 0, "name": "H100", "mem_used": 7, "mem_total": 9}]},
+        {
+            "t": 2,
+            "type": "gpu",
+            "step": "s",
+            "devices": [{"index": 0, "name": "H100", "mem_used": 5, "mem_total": 9}],
+        },
+        {
+            "t": 3,
+            "type": "gpu",
+            "step": "s",
+            "devices": [{"index": 0, "name": "H100", "mem_used": 7, "mem_total": 9}],
+        },
         {"t": 4, "type": "finding", "step": "s", "class": "nccl", "evidence": "metrics gpu host"},
     ]
-    (d / "events.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{\"type\": \"gpu\", partial")
+    (d / "events.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + '\n{"type": "gpu", partial')
     s = load_series(d)
     assert s.source == "metrics.json + log"
     assert s.curves["train/loss"][1] == 0.5 and math.isnan(s.curves["train/loss"][2])
@@ -172,8 +190,14 @@ def test_series_reads_metrics_json_then_log_events_and_gpu_peaks(tmp_path: Path)
 def test_gpu_peaks_from_nemo_rl_ray_metrics_when_no_samples(tmp_path: Path) -> None:
     d = tmp_path / "run"
     d.mkdir()
-    (d / "metrics.json").write_text(json.dumps({"ray/node.0.gpu.1.mem_gb": {"0": 10.0, "10": 31.5, "20": 30.0},
-                                                "ray/node.0.gpu.1.util": {"0": 97.0}}))
+    (d / "metrics.json").write_text(
+        json.dumps(
+            {
+                "ray/node.0.gpu.1.mem_gb": {"0": 10.0, "10": 31.5, "20": 30.0},
+                "ray/node.0.gpu.1.util": {"0": 97.0},
+            }
+        )
+    )
     s = load_series(d)
     assert list(s.gpu) == ["node0.1"] and s.gpu["node0.1"].peak_bytes == 31.5 * 1024**3
 
@@ -184,28 +208,70 @@ def test_facts_read_commits_from_the_plans_git_steps_and_differences_class_them(
     def run(name: str, sha: str, dirty: str, seed: str | None, env: dict[str, str]) -> Path:
         d = tmp_path / name
         (d / "logs").mkdir(parents=True)
-        steps = [{"name": "bridge-status", "argv": ["git", "-C", "/src/bridge", "status", "--short"], "kind": "setup"},
-                 {"name": "bridge-commit", "argv": ["git", "-C", "/src/bridge", "rev-parse", "--short", "HEAD"],
-                  "kind": "setup"},
-                 {"name": "l0", "argv": ["bash", "x.sh"], "kind": "train", "env": env}]
+        steps = [
+            {
+                "name": "bridge-status",
+                "argv": ["git", "-C", "/src/bridge", "status", "--short"],
+                "kind": "setup",
+            },
+            {
+                "name": "bridge-commit",
+                "argv": ["git", "-C", "/src/bridge", "rev-parse", "--short", "HEAD"],
+                "kind": "setup",
+            },
+            {"name": "l0", "argv": ["bash", "x.sh"], "kind": "train", "env": env},
+        ]
         (d / "plan.json").write_text(json.dumps({"steps": steps}))
-        overrides = ["grpo.max_num_steps=3", "logger.log_dir=/x/" + name] + ([f"grpo.seed={seed}"] if seed else [])
-        (d / "spec.json").write_text(json.dumps({"framework": "nemo-rl", "levels": [0], "bridge_repo": "/src/bridge",
-                                                 "overrides": overrides, "env": {}}))
-        (d / "state.json").write_text(json.dumps({"steps": [
-            {"name": s["name"], "log": f"logs/0{i + 1}-{s['name']}.log"} for i, s in enumerate(steps)]}))
+        overrides = ["grpo.max_num_steps=3", "logger.log_dir=/x/" + name] + (
+            [f"grpo.seed={seed}"] if seed else []
+        )
+        (d / "spec.json").write_text(
+            json.dumps(
+                {
+                    "framework": "nemo-rl",
+                    "levels": [0],
+                    "bridge_repo": "/src/bridge",
+                    "overrides": overrides,
+                    "env": {},
+                }
+            )
+        )
+        (d / "state.json").write_text(
+            json.dumps(
+                {
+                    "steps": [
+                        {"name": s["name"], "log": f"logs/0{i + 1}-{s['name']}.log"}
+                        for i, s in enumerate(steps)
+                    ]
+                }
+            )
+        )
         (d / "logs/01-bridge-status.log").write_text(dirty)
         (d / "logs/02-bridge-commit.log").write_text(sha + "\n")
         return d
 
     rules = load_rules("nemo-rl")
     a = read_facts(run("a", "abc1234", "", None, {"NRL_X": "1"}), None, rules)
-    b = read_facts(run("b", "def5678", " M src/megatron/bridge/models/x.py\n", "7",
-                       {"NRL_X": "2", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123"}), None, rules)
+    b = read_facts(
+        run(
+            "b",
+            "def5678",
+            " M src/megatron/bridge/models/x.py\n",
+            "7",
+            {"NRL_X": "2", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123"},
+        ),
+        None,
+        rules,
+    )
     assert a.bridge == "abc1234 (/src/bridge) plus no dirty files"
     assert b.bridge == "def5678 (/src/bridge) plus dirty files: src/megatron/bridge/models/x.py"
     assert (a.seed, b.seed) == ("default", "grpo.seed=7")
     kinds = {d["field"]: d["kind"] for d in differences(a, b, rules)}
-    assert kinds == {"seed": "seed", "override logger.log_dir": "info", "env HF_TOKEN": "config",
-                     "env NRL_X": "config", "Bridge": "code"}
+    assert kinds == {
+        "seed": "seed",
+        "override logger.log_dir": "info",
+        "env HF_TOKEN": "config",
+        "env NRL_X": "config",
+        "Bridge": "code",
+    }
     assert b.env["HF_TOKEN"] == "***"

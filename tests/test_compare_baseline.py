@@ -58,8 +58,22 @@ def runs_dir(tmp_path: Path):
 
 
 def run_pair(runs: Path, repo: Path, ref: str, *extra: str):
-    return cli("run", "--framework", "demo", "--no-doctor", "--bridge-repo", str(repo), "--baseline", ref,
-               "--override", "grpo.max_num_steps=6", "--runs-dir", str(runs), *extra, timeout=300)
+    return cli(
+        "run",
+        "--framework",
+        "demo",
+        "--no-doctor",
+        "--bridge-repo",
+        str(repo),
+        "--baseline",
+        ref,
+        "--override",
+        "grpo.max_num_steps=6",
+        "--runs-dir",
+        str(runs),
+        *extra,
+        timeout=300,
+    )
 
 
 def test_baseline_pair_planted_change_is_changed_linked_and_reported(tmp_path: Path, runs_dir: Path) -> None:
@@ -79,7 +93,10 @@ def test_baseline_pair_planted_change_is_changed_linked_and_reported(tmp_path: P
     assert b_state["verdict"] == c_state["verdict"] == "Pass"
     assert c_state["baseline_run"] == b_dir.name and c_spec["extra"]["baseline_run"] == b_dir.name
     assert b_state["candidate_run"] == c_dir.name and b_state["baseline_of_ref"] == "HEAD~1"
-    assert b_spec["extra"]["bridge_state"]["commit"] == base and b_spec["extra"]["bridge_state"]["ref"] == "HEAD~1"
+    assert (
+        b_spec["extra"]["bridge_state"]["commit"] == base
+        and b_spec["extra"]["bridge_state"]["ref"] == "HEAD~1"
+    )
     assert c_spec["extra"]["bridge_state"]["commit"] == head
     assert "notes.txt" in c_spec["extra"]["bridge_state"]["dirty"]
     # the baseline really imported REF's module from its worktree, the candidate the user's checkout
@@ -98,7 +115,9 @@ def test_baseline_pair_planted_change_is_changed_linked_and_reported(tmp_path: P
     report = (c_dir / "report.md").read_text()
     assert "\nBaseline comparison:\n- Verdict: Changed - beyond tolerance:" in report
     assert report.index("Baseline comparison:") < report.index("Limitations:")
-    assert json.loads((c_dir / "report.json").read_text())["baseline_comparison"][0].startswith("Verdict: Changed")
+    assert json.loads((c_dir / "report.json").read_text())["baseline_comparison"][0].startswith(
+        "Verdict: Changed"
+    )
 
     shown = cli("show", c_dir.name, "--runs-dir", str(runs_dir)).stdout
     assert f"baseline {b_dir.name}" in shown
@@ -125,12 +144,13 @@ def test_baseline_pair_refactor_only_is_same(tmp_path: Path, runs_dir: Path) -> 
 
 def test_baseline_bad_input_creates_nothing(tmp_path: Path, runs_dir: Path) -> None:
     repo = make_bridge(tmp_path, IDENTITY)
-    for extra, msg in [(["--bridge-repo", str(repo), "--baseline", "no-such-ref"], "no such commit"),
-                       (["--bridge-repo", str(repo), "--baseline=--upload-pack=x"], "expected a commit"),
-                       (["--baseline", "HEAD"], "--baseline needs the Bridge checkout"),
-                       (["--bridge-repo", str(repo), "--baseline", "HEAD", "--detach"], "cannot --detach"),
-                       (["--bridge-repo", str(repo), "--baseline", "HEAD", "--override", "x=[1,"],
-                        "does not parse")]:
+    for extra, msg in [
+        (["--bridge-repo", str(repo), "--baseline", "no-such-ref"], "no such commit"),
+        (["--bridge-repo", str(repo), "--baseline=--upload-pack=x"], "expected a commit"),
+        (["--baseline", "HEAD"], "--baseline needs the Bridge checkout"),
+        (["--bridge-repo", str(repo), "--baseline", "HEAD", "--detach"], "cannot --detach"),
+        (["--bridge-repo", str(repo), "--baseline", "HEAD", "--override", "x=[1,"], "does not parse"),
+    ]:
         res = cli("run", "--framework", "demo", "--no-doctor", "--runs-dir", str(runs_dir), *extra)
         assert res.returncode == 2, (extra, res.stderr)
         assert msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, (extra, res.stderr)
@@ -149,10 +169,30 @@ def test_ctrl_c_cancels_the_run_in_flight_and_removes_the_worktree(tmp_path: Pat
 
     repo = make_bridge(tmp_path, IDENTITY, PLANTED)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "console", "run", "--framework", "demo", "--no-doctor", "--bridge-repo", str(repo),
-         "--baseline", "HEAD~1", "--override", "grpo.max_num_steps=500", "--runs-dir", str(runs_dir)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-        env=dict(os.environ))
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "run",
+            "--framework",
+            "demo",
+            "--no-doctor",
+            "--bridge-repo",
+            str(repo),
+            "--baseline",
+            "HEAD~1",
+            "--override",
+            "grpo.max_num_steps=500",
+            "--runs-dir",
+            str(runs_dir),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
     try:
         deadline = time.monotonic() + 120
         run_dir = None
@@ -224,7 +264,10 @@ def test_baseline_worktree_gets_refs_submodule_commit_offline(tmp_path: Path, ru
     assert f"depmod SCALE=1.05 from {sub}/depmod.py" in c_log
     assert json.loads((c_dir / "compare.json").read_text())["verdict"] == "Changed"
     # the user's checkout and its submodule are as they were; no worktree is left anywhere
-    assert git(sub, "rev-parse", "HEAD").strip() == sub_head and (sub / "depmod.py").read_text() == "SCALE = 1.05\n"
+    assert (
+        git(sub, "rev-parse", "HEAD").strip() == sub_head
+        and (sub / "depmod.py").read_text() == "SCALE = 1.05\n"
+    )
     assert git(repo, "status", "--short").strip() == ""
     assert len(git(repo, "worktree", "list").strip().splitlines()) == 1
     assert len(git(sub, "worktree", "list").strip().splitlines()) == 1

@@ -20,7 +20,14 @@ CASES = {
     "adv": ["--override", STEPS, "--variant", "adv-mean"],
     "seed": ["--override", STEPS, "--override", "grpo.seed=7"],
     "short": ["--override", "grpo.max_num_steps=2"],
-    "config": ["--override", STEPS, "--override", "grpo.num_prompts_per_step=24", "--env", f"HF_TOKEN={SECRET}"],
+    "config": [
+        "--override",
+        STEPS,
+        "--override",
+        "grpo.num_prompts_per_step=24",
+        "--env",
+        f"HF_TOKEN={SECRET}",
+    ],
 }
 
 
@@ -77,8 +84,12 @@ def test_planted_lr_scale_is_changed_from_the_first_diverging_step(demo_runs) ->
     first = min(div.values())
     assert f"from step {first}" in r["reasons"][0]
     assert r["match"]["identical"] is False
-    assert {"field": "variants (planted change)", "baseline": "-", "candidate": "lr-scale", "kind": "code"} \
-        in r["differences"]
+    assert {
+        "field": "variants (planted change)",
+        "baseline": "-",
+        "candidate": "lr-scale",
+        "kind": "code",
+    } in r["differences"]
 
 
 def test_planted_advantage_normalisation_is_changed(demo_runs) -> None:
@@ -101,10 +112,25 @@ def test_different_seeds_as_the_data_says(demo_runs) -> None:
     # loss is not judged across seeds (it is only comparable step by step with equal seeds)
     assert rows(r)["loss"]["judged"] is False
     # a looser reward tolerance of the user's makes the same data Same
-    code, loose = compare(runs, d["base"], d["seed"], "--tolerance", "reward=1.0,1.0",
-                          "--tolerance", "token_mult_prob_error=1,1", "--tolerance", "gen_kl_error=1,1",
-                          "--tolerance", "lr=1,1", "--tolerance", "kl=1,1", "--tolerance", "grad_norm=1,1",
-                          "--tolerance", "loss=1,1")
+    code, loose = compare(
+        runs,
+        d["base"],
+        d["seed"],
+        "--tolerance",
+        "reward=1.0,1.0",
+        "--tolerance",
+        "token_mult_prob_error=1,1",
+        "--tolerance",
+        "gen_kl_error=1,1",
+        "--tolerance",
+        "lr=1,1",
+        "--tolerance",
+        "kl=1,1",
+        "--tolerance",
+        "grad_norm=1,1",
+        "--tolerance",
+        "loss=1,1",
+    )
     assert (code, loose["verdict"]) == (0, "Same"), loose["reasons"]
     assert rows(loose)["reward"]["tolerance"] == {"rel": 1.0, "abs": 1.0, "user": True}
 
@@ -125,8 +151,9 @@ def test_different_config_is_inconclusive_and_named(demo_runs) -> None:
     # the step count is an ignored override: it never makes runs incomparable on its own
     assert not any("max_num_steps" in x for x in r["reasons"])
     # env differences are named, secrets never shown
-    assert {"field": "env HF_TOKEN", "baseline": "(not set)", "candidate": "***", "kind": "config"} \
-        in r["differences"]
+    assert {"field": "env HF_TOKEN", "baseline": "(not set)", "candidate": "***", "kind": "config"} in r[
+        "differences"
+    ]
     for args in (["--json"], []):
         res = cli("compare", d["base"].name, d["config"].name, "--runs-dir", str(runs), *args)
         assert SECRET not in res.stdout + res.stderr
@@ -136,11 +163,13 @@ def test_last_k_and_bad_input(demo_runs) -> None:
     runs, d = demo_runs
     _, r = compare(runs, d["base"], d["lr"], "--last-k", "2")
     assert r["last_k"] == 2 and all(row["last_k"] == 2 for row in r["metrics"])
-    for extra, msg in [(["--tolerance", "loss"], "expected METRIC=REL[,ABS]"),
-                       (["--tolerance", "loss=abc"], "must be numbers"),
-                       (["--tolerance", "loss=-1"], "finite and >= 0"),
-                       (["--tolerance", "nosuch/metric=0.1"], "no such metric"),
-                       (["--last-k", "0"], "--last-k must be >= 1")]:
+    for extra, msg in [
+        (["--tolerance", "loss"], "expected METRIC=REL[,ABS]"),
+        (["--tolerance", "loss=abc"], "must be numbers"),
+        (["--tolerance", "loss=-1"], "finite and >= 0"),
+        (["--tolerance", "nosuch/metric=0.1"], "no such metric"),
+        (["--last-k", "0"], "--last-k must be >= 1"),
+    ]:
         res = cli("compare", d["base"].name, d["lr"].name, "--runs-dir", str(runs), *extra)
         assert res.returncode == 2 and msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, extra
     res = cli("compare", d["base"].name, "no-such-run", "--runs-dir", str(runs))

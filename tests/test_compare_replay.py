@@ -19,35 +19,51 @@ def nemo_rl_log(loss_shift: float = 0.0, from_step: int = 99, slow: float = 1.0)
         "Overrides: ['policy.model_name=Qwen/Qwen2.5-0.5B', 'grpo.num_prompts_per_step=2', "
         f"'grpo.max_num_steps={STEPS}', 'cluster.gpus_per_node=2']",
         "Initialized TensorboardLogger at tests/functional/grpo_megatron/logs/exp_001",
-        "", "=" * 60, " " * 18 + "SETUP COMPLETE", "  Total setup time: 61.2s", "=" * 60, "",
+        "",
+        "=" * 60,
+        " " * 18 + "SETUP COMPLETE",
+        "  Total setup time: 61.2s",
+        "=" * 60,
+        "",
         "🚀 Running synchronous GRPO training (legacy)",
     ]
     for s in range(1, STEPS + 1):
         shift = loss_shift if s >= from_step else 0.0
         total = (14.0 + 0.1 * s) * slow
-        out += ["", f"{'=' * 25} Step {s}/{STEPS} {'=' * 25}",
-                "▶ Preparing batch...", "▶ Generating responses for batch of size 16...",
-                "▶ Processing rewards...,", "▶ Computing advantages...", "▶ Computing logprobs...",
-                "▶ Preparing for training...", "▶ Training policy...",
-                "", "📊 Training Results:",
-                f"  • Loss: {0.0500 - 0.005 * s + shift:.4f}",
-                f"  • Generation KL Error: {0.0008 + 0.0001 * s:.4f}",
-                f"  • Avg Reward: {0.2500 + 0.04 * s + shift:.4f}",
-                f"  • Mean Generation Length: {210.0 + s:.4f}",
-                "", "⏱️  Timing:",
-                f"  • Total step time: {total:.2f}s",
-                f"  • policy_training: {total * 0.4:.2f}s (40.0%)",
-                f"  • generation: {total * 0.35:.2f}s (35.0%)"]
+        out += [
+            "",
+            f"{'=' * 25} Step {s}/{STEPS} {'=' * 25}",
+            "▶ Preparing batch...",
+            "▶ Generating responses for batch of size 16...",
+            "▶ Processing rewards...,",
+            "▶ Computing advantages...",
+            "▶ Computing logprobs...",
+            "▶ Preparing for training...",
+            "▶ Training policy...",
+            "",
+            "📊 Training Results:",
+            f"  • Loss: {0.0500 - 0.005 * s + shift:.4f}",
+            f"  • Generation KL Error: {0.0008 + 0.0001 * s:.4f}",
+            f"  • Avg Reward: {0.2500 + 0.04 * s + shift:.4f}",
+            f"  • Mean Generation Length: {210.0 + s:.4f}",
+            "",
+            "⏱️  Timing:",
+            f"  • Total step time: {total:.2f}s",
+            f"  • policy_training: {total * 0.4:.2f}s (40.0%)",
+            f"  • generation: {total * 0.35:.2f}s (35.0%)",
+        ]
     out += ["Max number of steps has been reached, stopping training early"]
     return "\n".join(out) + "\n"
 
 
 def verl_log(change: float = 0.0, from_step: int = 99, slow: float = 1.0) -> str:
-    out = ["+ python3 -m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron_trainer.yaml",
-           "(TaskRunner pid=2016251) [validate_config] All configuration checks passed successfully!",
-           f"(TaskRunner pid=2016251) INFO:2026-08-22 10:00:00,123:Total training steps: {STEPS}",
-           "(TaskRunner pid=2016251) INFO:2026-08-22 10:00:01,000:all initialize finished, ready to fit",
-           "(TaskRunner pid=2016251) step:0 - val-core/openai/gsm8k/acc/mean@1:np.float64(0.508)"]
+    out = [
+        "+ python3 -m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron_trainer.yaml",
+        "(TaskRunner pid=2016251) [validate_config] All configuration checks passed successfully!",
+        f"(TaskRunner pid=2016251) INFO:2026-08-22 10:00:00,123:Total training steps: {STEPS}",
+        "(TaskRunner pid=2016251) INFO:2026-08-22 10:00:01,000:all initialize finished, ready to fit",
+        "(TaskRunner pid=2016251) step:0 - val-core/openai/gsm8k/acc/mean@1:np.float64(0.508)",
+    ]
     for s in range(1, STEPS + 1):
         c = change if s >= from_step else 0.0
         step_t = (10.5 + 0.1 * s) * slow
@@ -59,9 +75,12 @@ def verl_log(change: float = 0.0, from_step: int = 99, slow: float = 1.0) -> str
             f"response_length/mean:np.float64({180.0 + s:.1f}) - timing_s/gen:np.float64({4.2 * slow:.3f}) - "
             f"timing_s/update_actor:np.float64({3.1 * slow:.3f}) - timing_s/step:np.float64({step_t:.3f}) - "
             f"perf/throughput:np.float64({1234.5 / slow:.2f}) - "
-            f"perf/max_memory_allocated_gb:39.73102807998657 - training/global_step:{s} - training/epoch:0")
+            f"perf/max_memory_allocated_gb:39.73102807998657 - training/global_step:{s} - training/epoch:0"
+        )
         pct = int(100 * s / STEPS)
-        out.append(f"Training Progress: {pct:3d}%|███▎      | {s}/{STEPS} [00:{10 * s:02d}<00:10, {step_t:.2f}s/it]")
+        out.append(
+            f"Training Progress: {pct:3d}%|███▎      | {s}/{STEPS} [00:{10 * s:02d}<00:10, {step_t:.2f}s/it]"
+        )
     out.append("(TaskRunner pid=2016251) 'Final validation metrics: None'")
     return "\n".join(out) + "\n"
 
@@ -74,7 +93,9 @@ def runs_dir(tmp_path: Path):
 
 
 def replay(runs: Path, log: Path, framework: str) -> Path:
-    res = cli("replay", str(log), "--framework", framework, "--speed", "50", "--detach", "--runs-dir", str(runs))
+    res = cli(
+        "replay", str(log), "--framework", framework, "--speed", "50", "--detach", "--runs-dir", str(runs)
+    )
     assert res.returncode == 0, res.stderr
     run_dir = Path(res.stdout.split("started: ", 1)[1].strip())
     wait_finished(run_dir, timeout=120)
@@ -112,6 +133,10 @@ def test_replayed_log_pairs(tmp_path: Path, runs_dir: Path, framework: str) -> N
         assert moved == {"pg_loss": 4, "reward": 4, "entropy": 4}
         # validation at step:0 is not a training step; grad norm and lr match at every step
         assert ch["common_steps"] == STEPS
-        assert set(ch["timing_regressions"]) == {"step time (s)", "tokens/s/GPU", "generation (s)",
-                                                  "update actor (s)"}
+        assert set(ch["timing_regressions"]) == {
+            "step time (s)",
+            "tokens/s/GPU",
+            "generation (s)",
+            "update actor (s)",
+        }
     assert "from step 4" in ch["reasons"][0]

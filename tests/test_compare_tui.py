@@ -22,22 +22,62 @@ BASE, CAND, OTHER = "20261121-223600-demo-l0", "20261121-224500-demo-l0-lr-scale
 GIB = 1024**3
 
 
-def write_compare_run(runs: Path, run_id: str, *, created: float, framework: str = "demo",
-                      variants: tuple[str, ...] = (), scale: float = 1.0, from_step: int = 99,
-                      gpu_peak: float = 10.0) -> Path:
+def write_compare_run(
+    runs: Path,
+    run_id: str,
+    *,
+    created: float,
+    framework: str = "demo",
+    variants: tuple[str, ...] = (),
+    scale: float = 1.0,
+    from_step: int = 99,
+    gpu_peak: float = 10.0,
+) -> Path:
     """A finished run folder with fixed curves (a layout fixture: snapshots need exact numbers)."""
     d = runs / run_id
     (d / "logs").mkdir(parents=True)
-    spec = {"framework": framework, "levels": [0], "variants": list(variants), "model": None,
-            "bridge_repo": None, "repo": None, "overrides": ["grpo.max_num_steps=12"], "env": {},
-            "runs_dir": str(runs), "launcher": "local", "extra": {}}
+    spec = {
+        "framework": framework,
+        "levels": [0],
+        "variants": list(variants),
+        "model": None,
+        "bridge_repo": None,
+        "repo": None,
+        "overrides": ["grpo.max_num_steps=12"],
+        "env": {},
+        "runs_dir": str(runs),
+        "launcher": "local",
+        "extra": {},
+    }
     (d / "spec.json").write_text(json.dumps(spec))
-    (d / "plan.json").write_text(json.dumps({"spec": spec, "steps": [
-        {"name": "demo-grpo", "kind": "train", "argv": ["python"], "env": {}, "cwd": str(d)}]}))
-    (d / "state.json").write_text(json.dumps({
-        "id": run_id, "status": "passed", "verdict": "Pass", "launcher": "local", "created": created,
-        "started": created, "ended": created + 60, "current_step": 0, "linked_from": None,
-        "steps": [{"name": "demo-grpo", "status": "passed", "exit_code": 0, "log": "logs/01-demo-grpo.log"}]}))
+    (d / "plan.json").write_text(
+        json.dumps(
+            {
+                "spec": spec,
+                "steps": [
+                    {"name": "demo-grpo", "kind": "train", "argv": ["python"], "env": {}, "cwd": str(d)}
+                ],
+            }
+        )
+    )
+    (d / "state.json").write_text(
+        json.dumps(
+            {
+                "id": run_id,
+                "status": "passed",
+                "verdict": "Pass",
+                "launcher": "local",
+                "created": created,
+                "started": created,
+                "ended": created + 60,
+                "current_step": 0,
+                "linked_from": None,
+                "steps": [
+                    {"name": "demo-grpo", "status": "passed", "exit_code": 0, "log": "logs/01-demo-grpo.log"}
+                ],
+            }
+        )
+    )
 
     def curve(f: Any) -> dict[str, float]:
         return {str(s): round(f(s) * (scale if s >= from_step else 1.0), 6) for s in range(1, 13)}
@@ -51,9 +91,21 @@ def write_compare_run(runs: Path, run_id: str, *, created: float, framework: str
         "timing/train/generation": {str(s): 0.4 for s in range(1, 13)},
     }
     (d / "metrics.json").write_text(json.dumps(metrics))
-    gpu = {"t": created + 5, "type": "gpu", "step": "demo-grpo", "devices": [
-        {"index": 0, "name": "NVIDIA H100 80GB HBM3", "mem_used": int(gpu_peak * GIB), "mem_total": 80 * GIB,
-         "util": 90, "procs": []}]}
+    gpu = {
+        "t": created + 5,
+        "type": "gpu",
+        "step": "demo-grpo",
+        "devices": [
+            {
+                "index": 0,
+                "name": "NVIDIA H100 80GB HBM3",
+                "mem_used": int(gpu_peak * GIB),
+                "mem_total": 80 * GIB,
+                "util": 90,
+                "procs": [],
+            }
+        ],
+    }
     (d / "events.jsonl").write_text(json.dumps(gpu) + "\n")
     return d
 
@@ -65,7 +117,9 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     t = time.time() - 3 * 3600 - 60
     write_compare_run(runs, OTHER, created=t - 600, framework="verl")
     write_compare_run(runs, BASE, created=t)
-    write_compare_run(runs, CAND, created=t + 540, variants=("lr-scale",), scale=1.3, from_step=4, gpu_peak=12.5)
+    write_compare_run(
+        runs, CAND, created=t + 540, variants=("lr-scale",), scale=1.3, from_step=4, gpu_peak=12.5
+    )
     return runs
 
 

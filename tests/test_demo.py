@@ -40,8 +40,15 @@ def test_demo_learns_and_passes(runs_dir: Path) -> None:
     last = sum(reward[str(s)] for s in range(28, 31)) / 3
     assert first < 0.4 and last > 0.7, reward  # it really learns
     assert max(metrics["train/token_mult_prob_error"].values()) < 1.05
-    for tag in ("train/loss", "train/grad_norm", "train/kl", "train/gen_kl_error", "train/probs_ratio_clamped_min",
-                "train/probs_ratio_clamped_max", "timing/train/total_step_time"):
+    for tag in (
+        "train/loss",
+        "train/grad_norm",
+        "train/kl",
+        "train/gen_kl_error",
+        "train/probs_ratio_clamped_min",
+        "train/probs_ratio_clamped_max",
+        "timing/train/total_step_time",
+    ):
         assert len(metrics[tag]) == 30, tag
     assert list((run_dir / "tb").glob("events.out.tfevents.*"))
     state = json.loads((run_dir / "state.json").read_text())
@@ -49,7 +56,9 @@ def test_demo_learns_and_passes(runs_dir: Path) -> None:
 
 
 def test_demo_nan_variant_fails_with_metric_failure(runs_dir: Path) -> None:
-    res = cli("demo", "--headless", "--variant", "nan", "--runs-dir", str(runs_dir), "--device", "cpu", timeout=200)
+    res = cli(
+        "demo", "--headless", "--variant", "nan", "--runs-dir", str(runs_dir), "--device", "cpu", timeout=200
+    )
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr
     assert "Verdict: Fail" in res.stdout
     assert "Primary: metric_failure" in res.stdout

@@ -16,13 +16,31 @@ from console.errors import SpecError
 from console.spec import RunSpec
 
 pytestmark = pytest.mark.timeout(180)
-EXPECTED_IDS = ["repo_state", "run_interpreter", "bridge_import_driver", "bridge_import_ray_worker", "visible_devices",
-                "disk_space", "hf_snapshot", "stale_ray", "gpus", "mcore_helpers", "tools", "catalog_drift"]
+EXPECTED_IDS = [
+    "repo_state",
+    "run_interpreter",
+    "bridge_import_driver",
+    "bridge_import_ray_worker",
+    "visible_devices",
+    "disk_space",
+    "hf_snapshot",
+    "stale_ray",
+    "gpus",
+    "mcore_helpers",
+    "tools",
+    "catalog_drift",
+]
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "console", "doctor", *args], capture_output=True, text=True,
-                          env=dict(os.environ), cwd=cwd, timeout=170)
+    return subprocess.run(
+        [sys.executable, "-m", "console", "doctor", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        cwd=cwd,
+        timeout=170,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -85,8 +103,19 @@ def test_verl_every_check_with_real_parts(tmp_path, monkeypatch):
     shutil.copytree(snap, home / "models" / "Qwen" / "Qwen2.5-0.5B")  # verl's default MODEL_PATH
     bridge = make_bridge(tmp_path / "Megatron-Bridge")
     verl = make_git_repo(tmp_path / "verl", {"setup.py": "# verl\n"})
-    out = cli("--framework", "verl", "--bridge-repo", str(bridge), "--repo", str(verl),
-              "--env", "NUM_GPUS=0", "--runs-dir", str(tmp_path / "runs"), "--json")
+    out = cli(
+        "--framework",
+        "verl",
+        "--bridge-repo",
+        str(bridge),
+        "--repo",
+        str(verl),
+        "--env",
+        "NUM_GPUS=0",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--json",
+    )
     assert out.returncode in (0, 3), out.stderr
     result = json.loads(out.stdout)
     assert [c["id"] for c in result["checks"]] == EXPECTED_IDS

@@ -33,6 +33,7 @@ def one(spec: RunSpec, check: str, **kw) -> dict:
 
 # visible_devices -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("rocm", ["ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"])
 def test_rocm_with_cuda_blocks_with_unset_remedy(monkeypatch, rocm):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
@@ -47,22 +48,36 @@ def test_visible_devices_ok_and_plan_unset_applies(monkeypatch):
     assert one(RunSpec(framework="demo"), "visible_devices")["status"] == "ok"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "0")
-    plan = {"steps": [{"name": "rerun", "kind": "train", "gpus": 0, "env": {},
-                       "unset": ["ROCR_VISIBLE_DEVICES"]}]}
+    plan = {
+        "steps": [{"name": "rerun", "kind": "train", "gpus": 0, "env": {}, "unset": ["ROCR_VISIBLE_DEVICES"]}]
+    }
     assert one(RunSpec(framework="demo"), "visible_devices", plan=plan)["status"] == "ok"
 
 
-@pytest.mark.parametrize(("framework", "env", "status", "needle"), [
-    # verl: Worker._setup_env_cuda_visible_devices raises in every worker (Ray sets CUDA_VISIBLE_DEVICES)
-    ("verl", {"ROCR_VISIBLE_DEVICES": "0"}, "block", "also with ROCR_VISIBLE_DEVICES alone"),
-    ("verl", {"ROCR_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "0"}, "block", "Please don't set ROCR"),
-    ("verl", {"HIP_VISIBLE_DEVICES": "0,1", "CUDA_VISIBLE_DEVICES": "1"}, "block", "inconsistant values"),
-    ("verl", {"HIP_VISIBLE_DEVICES": "0,1"}, "block", "each GPU actor's CUDA_VISIBLE_DEVICES"),
-    # NeMo-RL has no such guard; CUDA ignores these variables
-    ("nemo-rl", {"ROCR_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "0"}, "warn", "NeMo-RL has no guard"),
-    ("nemo-rl", {"HIP_VISIBLE_DEVICES": "0"}, "warn", "NeMo-RL has no guard"),
-    ("demo", {"ROCR_VISIBLE_DEVICES": "0"}, "ok", ""),
-])
+@pytest.mark.parametrize(
+    ("framework", "env", "status", "needle"),
+    [
+        # verl: Worker._setup_env_cuda_visible_devices raises in every worker (Ray sets CUDA_VISIBLE_DEVICES)
+        ("verl", {"ROCR_VISIBLE_DEVICES": "0"}, "block", "also with ROCR_VISIBLE_DEVICES alone"),
+        (
+            "verl",
+            {"ROCR_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "0"},
+            "block",
+            "Please don't set ROCR",
+        ),
+        ("verl", {"HIP_VISIBLE_DEVICES": "0,1", "CUDA_VISIBLE_DEVICES": "1"}, "block", "inconsistant values"),
+        ("verl", {"HIP_VISIBLE_DEVICES": "0,1"}, "block", "each GPU actor's CUDA_VISIBLE_DEVICES"),
+        # NeMo-RL has no such guard; CUDA ignores these variables
+        (
+            "nemo-rl",
+            {"ROCR_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "0"},
+            "warn",
+            "NeMo-RL has no guard",
+        ),
+        ("nemo-rl", {"HIP_VISIBLE_DEVICES": "0"}, "warn", "NeMo-RL has no guard"),
+        ("demo", {"ROCR_VISIBLE_DEVICES": "0"}, "ok", ""),
+    ],
+)
 def test_visible_devices_severity_per_framework(monkeypatch, framework, env, status, needle):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -75,6 +90,7 @@ def test_visible_devices_severity_per_framework(monkeypatch, framework, env, sta
 
 
 # disk_space -----------------------------------------------------------------------------------
+
 
 def test_model_params_from_names():
     assert model_params("Qwen/Qwen2.5-0.5B") == pytest.approx(0.5e9)
@@ -103,8 +119,13 @@ def test_disk_need_estimated_from_model_size(tmp_path, monkeypatch):
 def test_disk_checkpoints_counted_for_save_resume_level(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     repo = tmp_path / "verl"
-    spec = RunSpec(framework="verl", model="Qwen/Qwen2.5-0.5B", levels=[0, 1], repo=str(repo),
-                   runs_dir=str(tmp_path / "runs"))
+    spec = RunSpec(
+        framework="verl",
+        model="Qwen/Qwen2.5-0.5B",
+        levels=[0, 1],
+        repo=str(repo),
+        runs_dir=str(tmp_path / "runs"),
+    )
     check = one(spec, "disk_space", probes=Probes(free_bytes=lambda p: 100 * GIB))
     assert f"checkpoints {repo}/checkpoints" in check["evidence"]
 
@@ -136,6 +157,7 @@ def test_disk_space_on_a_real_small_filesystem(small_fs, monkeypatch):
 
 # gpus -----------------------------------------------------------------------------------------
 
+
 def _gpus(*caps: tuple[int, int]) -> Probes:
     return Probes(gpus=lambda: GpuReading(gpus=[Gpu(i, "NVIDIA H100", c) for i, c in enumerate(caps)]))
 
@@ -157,7 +179,10 @@ def test_gpus_against_need():
 def test_gpus_cuda_visible_devices_limits_and_blackwell(monkeypatch):
     blackwell = one(RunSpec(framework="nemo-rl", levels=[0, 3]), "gpus", probes=_gpus((10, 0), (10, 0)))
     assert blackwell["status"] == "warn" and "Blackwell" in blackwell["advice"]
-    assert one(RunSpec(framework="nemo-rl", levels=[0]), "gpus", probes=_gpus((10, 0), (10, 0)))["status"] == "ok"
+    assert (
+        one(RunSpec(framework="nemo-rl", levels=[0]), "gpus", probes=_gpus((10, 0), (10, 0)))["status"]
+        == "ok"
+    )
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert one(RunSpec(framework="nemo-rl"), "gpus", probes=_gpus((9, 0), (9, 0)))["status"] == "block"
 
@@ -181,6 +206,7 @@ def test_gpus_real_nvml_reading():
 
 
 # mcore_helpers --------------------------------------------------------------------------------
+
 
 def test_mcore_helpers_states(tmp_path):
     bridge = make_bridge(tmp_path / "Megatron-Bridge")
@@ -227,8 +253,12 @@ WRAPPER = 'if [ "${VERL_USE_UV:-1}" != 0 ]; then LAUNCH=(uv run --frozen python3
 
 def test_verl_tools_block_then_ok_with_remedies(tmp_path):
     verl = make_git_repo(tmp_path / "verl", {"tests/special_e2e/run_ppo_trainer_megatron.sh": WRAPPER})
-    spec = RunSpec(framework="verl", repo=str(verl), bridge_repo=str(tmp_path / "b"),
-                   env={"HOME": str(tmp_path / "home")})
+    spec = RunSpec(
+        framework="verl",
+        repo=str(verl),
+        bridge_repo=str(tmp_path / "b"),
+        env={"HOME": str(tmp_path / "home")},
+    )
     no_tools = Probes(which=lambda name: None)
     check = one(spec, "tools", probes=no_tools)
     assert check["status"] == "block"
@@ -237,16 +267,24 @@ def test_verl_tools_block_then_ok_with_remedies(tmp_path):
     assert "global_profiler.tool=null" in remedy["overrides"]
     assert "reward.reward_model.enable=False" in remedy["overrides"]
     prep = remedy["commands"][0]
-    assert prep == ["python3", "examples/data_preprocess/gsm8k.py", "--local_save_dir",
-                    str(tmp_path / "home" / "data" / "gsm8k")]
+    assert prep == [
+        "python3",
+        "examples/data_preprocess/gsm8k.py",
+        "--local_save_dir",
+        str(tmp_path / "home" / "data" / "gsm8k"),
+    ]
     # Apply the remedies (as a rerun would) and provide the data: nothing blocks any more.
     data = tmp_path / "home" / "data" / "gsm8k"
     data.mkdir(parents=True)
     (data / "train.parquet").write_bytes(b"PAR1")
     (data / "test.parquet").write_bytes(b"PAR1")
-    fixed = RunSpec(framework="verl", repo=str(verl), bridge_repo=str(tmp_path / "b"),
-                    env={"HOME": str(tmp_path / "home"), "VERL_USE_UV": "0"},
-                    overrides=list(remedy["overrides"]))
+    fixed = RunSpec(
+        framework="verl",
+        repo=str(verl),
+        bridge_repo=str(tmp_path / "b"),
+        env={"HOME": str(tmp_path / "home"), "VERL_USE_UV": "0"},
+        overrides=list(remedy["overrides"]),
+    )
     check = one(fixed, "tools", probes=Probes(which=lambda name: f"/usr/bin/{name}"))
     assert check["status"] == "ok", check
     assert "disabled by override (a limitation to report)" in check["evidence"]
@@ -257,7 +295,9 @@ def test_nemo_rl_fingerprint_and_cuda_arch(tmp_path):
     stored = tmp_path / "opt_fingerprint"
     stored.write_text("container-xyz\n")
     spec = RunSpec(framework="nemo-rl", repo=str(nemo), bridge_repo=str(tmp_path / "b"))
-    probes = Probes(which=lambda name: f"/usr/bin/{name}", gpus=lambda: GpuReading(gpus=[Gpu(0, "H100", (9, 0))]))
+    probes = Probes(
+        which=lambda name: f"/usr/bin/{name}", gpus=lambda: GpuReading(gpus=[Gpu(0, "H100", (9, 0))])
+    )
     ctx = build_context(spec, probes=probes)
     ctx.catalog = copy.deepcopy(ctx.catalog)
     ctx.catalog["paths"]["nemo_rl_fingerprint_file"] = str(stored)
@@ -273,6 +313,7 @@ def test_nemo_rl_fingerprint_and_cuda_arch(tmp_path):
 
 
 # stale_ray ------------------------------------------------------------------------------------
+
 
 def test_stale_ray_from_process_names():
     running = Probes(processes=lambda: [(4242, "gcs_server"), (4243, "raylet"), (1, "bash")])

@@ -51,8 +51,15 @@ def test_verl_without_model_path_or_snapshot_blocks(tmp_path, monkeypatch):
     clean_env(monkeypatch, HOME=str(tmp_path), HF_HUB_CACHE=str(tmp_path / "hub"))
     check = _check(RunSpec(framework="verl", model="someone/absent-1B"))
     assert check["status"] == "block"
-    assert check["remedy"]["commands"] == [["hf", "download", "someone/absent-1B", "--local-dir",
-                                            str(tmp_path / "models" / "someone" / "absent-1B")]]
+    assert check["remedy"]["commands"] == [
+        [
+            "hf",
+            "download",
+            "someone/absent-1B",
+            "--local-dir",
+            str(tmp_path / "models" / "someone" / "absent-1B"),
+        ]
+    ]
 
 
 def test_missing_snapshot_warns_and_blocks_offline(tmp_path, monkeypatch):
@@ -83,10 +90,12 @@ def test_demo_is_not_applicable(monkeypatch):
 
 # the model each selected level's wrapper downloads ----------------------------------------------
 
+
 def _nemo(repos, levels, variants=(), **kw) -> RunSpec:
     bridge, nemo, _ = repos
-    return RunSpec(framework="nemo-rl", levels=list(levels), variants=list(variants), bridge_repo=bridge,
-                   repo=nemo, **kw)
+    return RunSpec(
+        framework="nemo-rl", levels=list(levels), variants=list(variants), bridge_repo=bridge, repo=nemo, **kw
+    )
 
 
 def test_each_level_checks_its_wrappers_model(tmp_path, monkeypatch):
@@ -96,8 +105,10 @@ def test_each_level_checks_its_wrappers_model(tmp_path, monkeypatch):
     repos = make_repos(tmp_path)
     spec = _nemo(repos, (1,))
     plan = build_plan(spec)
-    assert step_models(build_context(spec, plan)) == {"Qwen/Qwen2.5-0.5B": ["l1-grpo-megatron-lora"],
-                                                      "Qwen/Qwen3-0.6B": ["l1-sft-resume-diamond"]}
+    assert step_models(build_context(spec, plan)) == {
+        "Qwen/Qwen2.5-0.5B": ["l1-grpo-megatron-lora"],
+        "Qwen/Qwen3-0.6B": ["l1-sft-resume-diamond"],
+    }
     make_hf_snapshot(cache, "Qwen/Qwen2.5-0.5B")
     check = by_id(run_doctor(spec, plan, checks=["hf_snapshot"]))["hf_snapshot"]
     assert_check_shape(check)
@@ -118,10 +129,13 @@ def test_model_override_and_wrapper_variables_win(tmp_path, monkeypatch):
     repos = make_repos(tmp_path)
     spec = _nemo(repos, (1,), model="org/Mine-1B")
     assert step_models(build_context(spec, build_plan(spec))) == {
-        "org/Mine-1B": ["l1-grpo-megatron-lora", "l1-sft-resume-diamond"]}
+        "org/Mine-1B": ["l1-grpo-megatron-lora", "l1-sft-resume-diamond"]
+    }
     spec = _nemo(repos, (5,), ("eagle-mtp",), env={"NRL_EAGLE3_DRAFT_MODEL": "org/Draft"})
     assert step_models(build_context(spec, build_plan(spec))) == {
-        "Qwen/Qwen3-1.7B": ["l5-grpo-megatron-eagle3"], "org/Draft": ["l5-grpo-megatron-eagle3"]}
+        "Qwen/Qwen3-1.7B": ["l5-grpo-megatron-eagle3"],
+        "org/Draft": ["l5-grpo-megatron-eagle3"],
+    }
     spec = _nemo(repos, (5,), ("vlm",))
     assert list(step_models(build_context(spec, build_plan(spec)))) == ["Qwen/Qwen2.5-VL-3B-Instruct"]
     spec = _nemo(repos, (2,))  # examples/run_grpo.py directly: the catalog's own policy.model_name
@@ -130,7 +144,9 @@ def test_model_override_and_wrapper_variables_win(tmp_path, monkeypatch):
 
 def test_wrapper_models_record_their_upstream_commit():
     table = doctor_catalog()["wrapper_models"]
-    assert set(table["verified"]) == {"nemo-rl", "verl"} and all(len(c) == 40 for c in table["verified"].values())
+    assert set(table["verified"]) == {"nemo-rl", "verl"} and all(
+        len(c) == 40 for c in table["verified"].values()
+    )
     scripts = {w["script"] for w in table["nemo-rl"]}
     assert "tests/functional/sft_resume_diamond.sh" in scripts and "tests/functional/vlm_grpo.sh" in scripts
 
@@ -161,7 +177,9 @@ def test_check_upstream_compares_wrapper_models_with_the_checkout(tmp_path):
     table = doctor_catalog()["wrapper_models"]
     repos = {}
     for fw in ("nemo-rl", "verl"):
-        repos[fw] = str(make_git_repo(tmp_path / fw, {w["script"]: _wrapper_text(w["models"]) for w in table[fw]}))
+        repos[fw] = str(
+            make_git_repo(tmp_path / fw, {w["script"]: _wrapper_text(w["models"]) for w in table[fw]})
+        )
     repos["bridge"] = repos["verl"]
     found = mod.wrapper_model_mismatches(repos)
     assert [f for f in found if "verified at" not in f] == []  # every model read back from the wrappers
@@ -170,5 +188,7 @@ def test_check_upstream_compares_wrapper_models_with_the_checkout(tmp_path):
     sft.write_text(sft.read_text().replace("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B"))
     git(tmp_path / "nemo-rl", "commit", "-qam", "switch model")
     found = [f for f in mod.wrapper_model_mismatches(repos) if "verified at" not in f]
-    assert found == ["wrapper_models nemo-rl tests/functional/sft_resume_diamond.sh policy: doctor.toml has "
-                     "-:Qwen/Qwen3-0.6B, the wrapper -:Qwen/Qwen3-1.7B"]
+    assert found == [
+        "wrapper_models nemo-rl tests/functional/sft_resume_diamond.sh policy: doctor.toml has "
+        "-:Qwen/Qwen3-0.6B, the wrapper -:Qwen/Qwen3-1.7B"
+    ]

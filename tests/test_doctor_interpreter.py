@@ -41,8 +41,13 @@ def world(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_UV_LOG", str(log))
     bridge = make_bridge(tmp_path / "Megatron-Bridge")
     nemo = make_git_repo(tmp_path / "nemo-rl", {"pyproject.toml": "[project]\nname = 'nemo-rl'\n"})
-    verl = make_git_repo(tmp_path / "verl", {"pyproject.toml": "[project]\nname = 'verl'\n",
-                                             "tests/special_e2e/run_ppo_trainer_megatron.sh": "# VERL_USE_UV\n"})
+    verl = make_git_repo(
+        tmp_path / "verl",
+        {
+            "pyproject.toml": "[project]\nname = 'verl'\n",
+            "tests/special_e2e/run_ppo_trainer_megatron.sh": "# VERL_USE_UV\n",
+        },
+    )
     return {"bridge": bridge, "nemo": nemo, "verl": verl, "log": log, "bin": bindir, "tmp": tmp_path}
 
 
@@ -82,7 +87,14 @@ def test_nemo_rl_uv_run_python_in_the_checkout(world):
     assert f"megatron.core from {datasets.parent}" in run["evidence"]
     interp = result["interpreter"]
     assert interp["command"] == ["uv", "run", "python"] and interp["executable"] == str(venv_python)
-    assert list(interp["packages"]) == ["torch", "vLLM", "Megatron-Core", "TransformerEngine", "transformers", "Ray"]
+    assert list(interp["packages"]) == [
+        "torch",
+        "vLLM",
+        "Megatron-Core",
+        "TransformerEngine",
+        "transformers",
+        "Ray",
+    ]
     assert interp["packages"]["torch"] == md.version("torch") and interp["packages"]["vLLM"] is None
     assert interp["packages"]["transformers"] == md.version("transformers")
     # the doctor never let uv sync: --no-sync --offline for the probe, a dry run for the offline check
@@ -93,7 +105,9 @@ def test_nemo_rl_uv_run_python_in_the_checkout(world):
     assert ["sync", "--dry-run", "--offline"] in [c["argv"] for c in calls]
     assert len(runs) == 1  # probed once, shared by the checks
     # the other flag sets the plan's steps use in the checkout are dry-run too (unit checks: mcore, test)
-    assert ["sync", "--dry-run", "--offline", "--extra", "mcore", "--group", "test"] in [c["argv"] for c in calls]
+    assert ["sync", "--dry-run", "--offline", "--extra", "mcore", "--group", "test"] in [
+        c["argv"] for c in calls
+    ]
     by_steps = {tuple(o["steps"]): o for o in interp["offline_steps"]}
     assert by_steps[("nemo-rl-unit-checks",)]["command"][-4:] == ["--extra", "mcore", "--group", "test"]
     assert by_steps[("nemo-rl-unit-weight-transfer",)]["no_changes"] is True
@@ -108,23 +122,30 @@ def test_nemo_rl_uv_run_python_in_the_checkout(world):
 def test_plan_flags_reach_the_offline_check(world):
     """The same uv flags as the run's steps: verl's launcher --frozen --all-packages --extra ..."""
     make_project_env(world["verl"])
-    spec = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
-                   env={"NUM_GPUS": "0"})
+    spec = RunSpec(
+        framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]), env={"NUM_GPUS": "0"}
+    )
     result = _doctor(spec, ["run_interpreter"])
     assert result["checks"][0]["status"] == "ok", result
     launcher = ["--frozen", "--all-packages", "--extra", "vllm", "--extra", "megatron", "--extra", "math"]
     assert result["interpreter"]["command"] == ["uv", "run", *launcher, "python3"]
     argvs = [c["argv"] for c in _calls(world["log"])]
     assert ["sync", "--dry-run", "--offline", *launcher] in argvs
-    assert ["run", "--no-sync", "--offline", *launcher, "python3"] == next(a for a in argvs if a[0] == "run")[:12]
+    assert ["run", "--no-sync", "--offline", *launcher, "python3"] == next(a for a in argvs if a[0] == "run")[
+        :12
+    ]
 
 
 def test_verl_use_uv_0_probes_python3_on_path(world):
     python3 = world["bin"] / "python3"
-    python3.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    python3.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     python3.chmod(0o755)
-    spec = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
-                   env={"NUM_GPUS": "0", "VERL_USE_UV": "0"})
+    spec = RunSpec(
+        framework="verl",
+        bridge_repo=str(world["bridge"]),
+        repo=str(world["verl"]),
+        env={"NUM_GPUS": "0", "VERL_USE_UV": "0"},
+    )
     result = _doctor(spec, ["run_interpreter", "bridge_import_driver"])
     assert result["interpreter"]["command"] == ["python3"]
     assert result["interpreter"]["executable"] == sys.executable
@@ -144,7 +165,9 @@ def test_missing_uv_is_a_finding_not_a_crash(world):
     # the other checks say which interpreter they fell back to
     assert "the console's" in checks["bridge_import_driver"]["evidence"]
     assert "EXT_SUFFIX of the console's" in checks["mcore_helpers"]["evidence"]
-    verl = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]), env={"NUM_GPUS": "0"})
+    verl = RunSpec(
+        framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]), env={"NUM_GPUS": "0"}
+    )
     check = by_id(_doctor(verl, ["run_interpreter"], no_uv))["run_interpreter"]
     assert check["status"] == "block" and check["remedy"]["env"] == {"VERL_USE_UV": "0"}
 
@@ -158,8 +181,9 @@ def test_no_environment_yet_is_not_created_by_the_doctor(world):
     assert not [c for c in _calls(world["log"]) if c["argv"][0] == "run"]
 
 
-@pytest.mark.parametrize(("mode", "needle"), [("download", "would download 300"),
-                                              ("offline_error", "No solution found")])
+@pytest.mark.parametrize(
+    ("mode", "needle"), [("download", "would download 300"), ("offline_error", "No solution found")]
+)
 def test_offline_readiness(world, monkeypatch, mode, needle):
     make_project_env(world["nemo"])
     monkeypatch.setenv("FAKE_UV_SYNC", mode)
@@ -185,8 +209,20 @@ def test_doctor_cli_shows_versions_text_and_json(world):
     import subprocess
 
     make_project_env(world["nemo"])
-    args = [sys.executable, "-m", "console", "doctor", "--framework", "nemo-rl", "--repo", str(world["nemo"]),
-            "--bridge-repo", str(world["bridge"]), "--runs-dir", str(world["tmp"] / "runs")]
+    args = [
+        sys.executable,
+        "-m",
+        "console",
+        "doctor",
+        "--framework",
+        "nemo-rl",
+        "--repo",
+        str(world["nemo"]),
+        "--bridge-repo",
+        str(world["bridge"]),
+        "--runs-dir",
+        str(world["tmp"] / "runs"),
+    ]
     text = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ), timeout=170)
     assert "run_interpreter" in text.stdout and f"torch {md.version('torch')}" in text.stdout, text.stderr
     out = subprocess.run([*args, "--json"], capture_output=True, text=True, env=dict(os.environ), timeout=170)
@@ -195,13 +231,24 @@ def test_doctor_cli_shows_versions_text_and_json(world):
 
 
 def test_sync_flags_and_dry_run_parsing():
-    assert sync_flags(["uv", "run", "--extra", "mcore", "--group", "test", "--with", "x", "pytest"]) == \
-        ["--extra", "mcore", "--group", "test"]
+    assert sync_flags(["uv", "run", "--extra", "mcore", "--group", "test", "--with", "x", "pytest"]) == [
+        "--extra",
+        "mcore",
+        "--group",
+        "test",
+    ]
     assert sync_flags(["uv", "run", "python"]) == []
-    text = ("Would use project environment at: .venv\nWould create project environment at: .venv\n"
-            "Would download 3 packages\nWould install 4 packages\n + a==1\n")
-    assert parse_dry_run(text) == {"download": 3, "install": 4, "uninstall": 0, "create": ".venv",
-                                   "no_changes": False}
+    text = (
+        "Would use project environment at: .venv\nWould create project environment at: .venv\n"
+        "Would download 3 packages\nWould install 4 packages\n + a==1\n"
+    )
+    assert parse_dry_run(text) == {
+        "download": 3,
+        "install": 4,
+        "uninstall": 0,
+        "create": ".venv",
+        "no_changes": False,
+    }
     assert parse_dry_run("Checked in 0.00ms\nWould make no changes\n")["no_changes"] is True
 
 
@@ -224,8 +271,13 @@ def test_report_evidence_reads_the_versions_from_doctor_json(world):
     assert lines[lines.index(line) - 1].startswith("- Upstream: catalog verified against upstream nemo-rl ")
     assert render_json(run)["evidence"]["interpreter"] == line.removeprefix("- Run interpreter: ")
     # no interpreter probed (uv missing): said so, not invented
-    result["interpreter"] = {"command": ["uv", "run", "python"], "status": "no_uv", "problem": "uv is not on PATH",
-                             "executable": None, "packages": {}}
+    result["interpreter"] = {
+        "command": ["uv", "run", "python"],
+        "status": "no_uv",
+        "problem": "uv is not on PATH",
+        "executable": None,
+        "packages": {},
+    }
     (run / "doctor.json").write_text(json.dumps(result))
     assert "- Run interpreter: `uv run python` not probed (uv is not on PATH)" in render_markdown(run)
 
@@ -234,17 +286,31 @@ def test_without_a_plan_the_catalog_names_the_command(world):
     """No plan (doctor's fallback): doctor.toml [interpreters], with verl's VERL_USE_UV and ENGINE."""
     verl = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]))
     got = run_doctor(verl, None, checks=["run_interpreter"])["interpreter"]
-    assert got["command"] == ["uv", "run", "--frozen", "--all-packages", "--extra", "vllm", "--extra", "megatron",
-                              "--extra", "math", "python3"]
+    assert got["command"] == [
+        "uv",
+        "run",
+        "--frozen",
+        "--all-packages",
+        "--extra",
+        "vllm",
+        "--extra",
+        "megatron",
+        "--extra",
+        "math",
+        "python3",
+    ]
     assert got["source"].startswith("doctor.toml")
-    sglang = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
-                     env={"ENGINE": "sglang"})
+    sglang = RunSpec(
+        framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]), env={"ENGINE": "sglang"}
+    )
     assert run_doctor(sglang, None, checks=["run_interpreter"])["interpreter"]["command"][5] == "sglang"
-    no_uv = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
-                    env={"VERL_USE_UV": "0"})
+    no_uv = RunSpec(
+        framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]), env={"VERL_USE_UV": "0"}
+    )
     assert run_doctor(no_uv, None, checks=["run_interpreter"])["interpreter"]["command"] == ["python3"]
-    trtllm = RunSpec(framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]),
-                     env={"ENGINE": "trtllm"})  # the wrapper's launcher covers vllm and sglang only
+    trtllm = RunSpec(
+        framework="verl", bridge_repo=str(world["bridge"]), repo=str(world["verl"]), env={"ENGINE": "trtllm"}
+    )  # the wrapper's launcher covers vllm and sglang only
     assert run_doctor(trtllm, None, checks=["run_interpreter"])["interpreter"]["command"] == ["python3"]
     nemo = run_doctor(_nemo_spec(world), None, checks=["run_interpreter"])["interpreter"]
     assert nemo["command"] == ["uv", "run", "python"] and nemo["cwd"] == str(world["nemo"])

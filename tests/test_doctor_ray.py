@@ -41,7 +41,8 @@ def test_worker_on_throwaway_cluster_ok_then_block_on_decoy(tmp_path, monkeypatc
     bridge = make_bridge(tmp_path / "Megatron-Bridge")
     verl = make_git_repo(tmp_path / "verl", {"setup.py": "# verl\n"})
     check = by_id(run_doctor(_spec(bridge, verl), checks=["bridge_import_ray_worker"], probes=no_cluster))[
-        "bridge_import_ray_worker"]
+        "bridge_import_ray_worker"
+    ]
     assert_check_shape(check)
     assert check["status"] == "ok", check
     assert "throw-away local cluster" in check["evidence"]
@@ -50,8 +51,9 @@ def test_worker_on_throwaway_cluster_ok_then_block_on_decoy(tmp_path, monkeypatc
     # The checkout lacks the package; a decoy sits at the verl repo root, which is on PYTHONPATH.
     bad_bridge = make_bridge(tmp_path / "Bridge-without-package", with_package=False)
     place_decoy(verl)
-    check = by_id(run_doctor(_spec(bad_bridge, verl), checks=["bridge_import_ray_worker"],
-                             probes=no_cluster))["bridge_import_ray_worker"]
+    check = by_id(
+        run_doctor(_spec(bad_bridge, verl), checks=["bridge_import_ray_worker"], probes=no_cluster)
+    )["bridge_import_ray_worker"]
     assert check["status"] == "block", check
     assert str(verl / "megatron" / "bridge") in check["evidence"]
     assert "runtime environment" in check["advice"]
@@ -90,9 +92,23 @@ def head_cluster():
     env["RAY_AUTH_MODE"] = "disabled"  # Ray 2.60's `ray start` turns token auth on; drivers here don't use it
     port = str(20000 + os.getpid() % 20000)
     try:
-        out = subprocess.run([RAY_BIN, "start", "--head", "--num-cpus=1", "--include-dashboard=false",
-                              f"--port={port}", f"--temp-dir={temp_dir}", "--disable-usage-stats"],
-                             capture_output=True, text=True, env=env, timeout=90, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            [
+                RAY_BIN,
+                "start",
+                "--head",
+                "--num-cpus=1",
+                "--include-dashboard=false",
+                f"--port={port}",
+                f"--temp-dir={temp_dir}",
+                "--disable-usage-stats",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=90,
+            stdin=subprocess.DEVNULL,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         match = re.search(r"--address='([^']+)'", out.stdout + out.stderr)
         assert match, out.stdout[-2000:]
@@ -106,8 +122,9 @@ def test_existing_cluster_worker_import_and_stale_ray(tmp_path, monkeypatch, hea
     clean_env(monkeypatch)
     bridge = make_bridge(tmp_path / "Megatron-Bridge")
     verl = make_git_repo(tmp_path / "verl", {"setup.py": "# verl\n"})
-    result = run_doctor(_spec(bridge, verl, RAY_ADDRESS=head_cluster),
-                        checks=["bridge_import_ray_worker", "stale_ray"])
+    result = run_doctor(
+        _spec(bridge, verl, RAY_ADDRESS=head_cluster), checks=["bridge_import_ray_worker", "stale_ray"]
+    )
     checks = by_id(result)
     worker, stale = checks["bridge_import_ray_worker"], checks["stale_ray"]
     assert worker["status"] == "ok", worker["evidence"]
@@ -120,7 +137,8 @@ def test_existing_cluster_worker_import_and_stale_ray(tmp_path, monkeypatch, hea
 
     # The cluster's workers cannot import megatron.bridge at all.
     empty = make_bridge(tmp_path / "Bridge-without-package", with_package=False)
-    worker = by_id(run_doctor(_spec(empty, verl, RAY_ADDRESS=head_cluster),
-                              checks=["bridge_import_ray_worker"]))["bridge_import_ray_worker"]
+    worker = by_id(
+        run_doctor(_spec(empty, verl, RAY_ADDRESS=head_cluster), checks=["bridge_import_ray_worker"])
+    )["bridge_import_ray_worker"]
     assert worker["status"] == "block", worker
     assert "ModuleNotFoundError" in worker["evidence"]

@@ -19,8 +19,12 @@ def _env(monkeypatch):
 
 
 def _spec(framework: str, bridge, repo, **kw) -> RunSpec:
-    return RunSpec(framework=framework, bridge_repo=str(bridge) if bridge else None,
-                   repo=str(repo) if repo else None, **kw)
+    return RunSpec(
+        framework=framework,
+        bridge_repo=str(bridge) if bridge else None,
+        repo=str(repo) if repo else None,
+        **kw,
+    )
 
 
 def test_repo_state_records_heads_and_dirty_files(tmp_path):
@@ -66,7 +70,8 @@ def test_driver_import_ok_from_the_checkout_under_test(tmp_path):
     bridge = make_bridge(tmp_path / "Megatron-Bridge")
     verl = make_git_repo(tmp_path / "verl", {"setup.py": "# verl\n"})
     check = by_id(run_doctor(_spec("verl", bridge, verl), checks=["bridge_import_driver"]))[
-        "bridge_import_driver"]
+        "bridge_import_driver"
+    ]
     assert_check_shape(check)
     assert check["status"] == "ok", check
     assert str(bridge / "src" / "megatron" / "bridge" / "__init__.py") in check["evidence"]
@@ -78,7 +83,8 @@ def test_driver_import_blocks_on_a_decoy_outside_the_checkout(tmp_path, monkeypa
     decoy = place_decoy(tmp_path / "site-packages")
     monkeypatch.setenv("PYTHONPATH", str(decoy))  # the shell's PYTHONPATH, appended by the procedure
     check = by_id(run_doctor(_spec("verl", bridge, verl), checks=["bridge_import_driver"]))[
-        "bridge_import_driver"]
+        "bridge_import_driver"
+    ]
     assert check["status"] == "block", check
     assert str(decoy / "megatron" / "bridge") in check["evidence"]
     assert "not from" in check["advice"]
@@ -89,7 +95,8 @@ def test_driver_import_blocks_on_module_not_found(tmp_path):
     bridge = make_bridge(tmp_path / "Megatron-Bridge", with_package=False)
     verl = make_git_repo(tmp_path / "verl", {"setup.py": "# verl\n"})
     check = by_id(run_doctor(_spec("verl", bridge, verl), checks=["bridge_import_driver"]))[
-        "bridge_import_driver"]
+        "bridge_import_driver"
+    ]
     assert check["status"] == "block"
     assert "ModuleNotFoundError" in check["evidence"]
 
@@ -99,10 +106,22 @@ def test_driver_import_uses_the_plans_env(tmp_path):
     bridge = make_bridge(tmp_path / "Megatron-Bridge")
     verl = make_git_repo(tmp_path / "verl", {"setup.py": "# verl\n"})
     decoy = place_decoy(tmp_path / "elsewhere")
-    plan = {"steps": [{"name": "l0-verl", "kind": "train", "argv": ["bash", "x.sh"], "cwd": str(verl),
-                       "env": {"PYTHONPATH": f"{decoy}:{bridge}/src"}, "gpus": 0, "unset": []}]}
+    plan = {
+        "steps": [
+            {
+                "name": "l0-verl",
+                "kind": "train",
+                "argv": ["bash", "x.sh"],
+                "cwd": str(verl),
+                "env": {"PYTHONPATH": f"{decoy}:{bridge}/src"},
+                "gpus": 0,
+                "unset": [],
+            }
+        ]
+    }
     check = by_id(run_doctor(_spec("verl", bridge, verl), plan, checks=["bridge_import_driver"]))[
-        "bridge_import_driver"]
+        "bridge_import_driver"
+    ]
     assert check["status"] == "block"
     assert str(decoy) in check["evidence"]
 
@@ -114,8 +133,17 @@ def test_nemo_rl_vendored_import_is_ok_only_when_it_is_the_checkout(tmp_path):
     vendored.parent.mkdir(parents=True)
     git(vendored.parent, "clone", "-q", str(bridge), vendored.name)
     spec = _spec("nemo-rl", bridge, nemo, env={"PYTHONPATH": f"{vendored}/src"})
-    plan = {"steps": [{"name": "l0", "kind": "train", "cwd": str(nemo), "gpus": 0,
-                       "env": {"PYTHONPATH": f"{vendored}/src:{bridge}/src"}}]}
+    plan = {
+        "steps": [
+            {
+                "name": "l0",
+                "kind": "train",
+                "cwd": str(nemo),
+                "gpus": 0,
+                "env": {"PYTHONPATH": f"{vendored}/src:{bridge}/src"},
+            }
+        ]
+    }
     check = by_id(run_doctor(spec, plan, checks=["bridge_import_driver"]))["bridge_import_driver"]
     assert check["status"] == "ok", check
     assert "vendored" in check["advice"]

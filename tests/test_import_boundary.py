@@ -26,11 +26,18 @@ def textual_imports(path: Path) -> list[str]:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
-                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             names = [str(node.args[0].value)]
-        hits += [f"{path.relative_to(path.parents[2]) if len(path.parents) > 2 else path}:{node.lineno} {n}"
-                 for n in names if n.split(".")[0] in FORBIDDEN]
+        hits += [
+            f"{path.relative_to(path.parents[2]) if len(path.parents) > 2 else path}:{node.lineno} {n}"
+            for n in names
+            if n.split(".")[0] in FORBIDDEN
+        ]
     return hits
 
 
@@ -52,35 +59,58 @@ def test_checker_catches_a_planted_import(tmp_path: Path) -> None:
 
 def test_core_imports_without_textual() -> None:
     """Importing the headless core in a fresh interpreter must not load Textual."""
-    mods = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in core_modules()
-            if p.name != "__main__.py" and "demo" not in p.parts]
-    code = ("import importlib, sys\n"
-            f"for m in {mods!r}:\n"
-            "    try: importlib.import_module(m)\n"
-            "    except ImportError: pass\n"
-            "print(sorted(k for k in sys.modules if k.split('.')[0] in ('textual', 'textual_plotext')))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=ROOT, check=True).stdout.strip().splitlines()[-1]
+    mods = [
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in core_modules()
+        if p.name != "__main__.py" and "demo" not in p.parts
+    ]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {mods!r}:\n"
+        "    try: importlib.import_module(m)\n"
+        "    except ImportError: pass\n"
+        "print(sorted(k for k in sys.modules if k.split('.')[0] in ('textual', 'textual_plotext')))\n"
+    )
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert out == "[]"
 
 
-@pytest.mark.skipif(shutil.which("lint-imports") is None and not (Path(sys.executable).parent / "lint-imports").exists(),
-                    reason="import-linter not installed")
+@pytest.mark.skipif(
+    shutil.which("lint-imports") is None and not (Path(sys.executable).parent / "lint-imports").exists(),
+    reason="import-linter not installed",
+)
 def test_import_linter_contract(tmp_path: Path) -> None:
     """pyproject's import-linter contract, limited to the core modules that exist right now."""
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    lines = ["[importlinter]", f"root_package = {conf['root_package']}",
-             f"include_external_packages = {conf.get('include_external_packages', False)}"]
+    lines = [
+        "[importlinter]",
+        f"root_package = {conf['root_package']}",
+        f"include_external_packages = {conf.get('include_external_packages', False)}",
+    ]
     for i, contract in enumerate(conf["contracts"]):
         sources = [m for m in contract["source_modules"] if importlib.util.find_spec(m) is not None]
         assert sources, "no source module of the contract exists"
-        lines += ["", f"[importlinter:contract:{i}]", f"name = {contract['name']}", f"type = {contract['type']}",
-                  "source_modules =", *(f"    {m}" for m in sources), "forbidden_modules =",
-                  *(f"    {m}" for m in contract["forbidden_modules"]),
-                  f"allow_indirect_imports = {contract.get('allow_indirect_imports', False)}"]
+        lines += [
+            "",
+            f"[importlinter:contract:{i}]",
+            f"name = {contract['name']}",
+            f"type = {contract['type']}",
+            "source_modules =",
+            *(f"    {m}" for m in sources),
+            "forbidden_modules =",
+            *(f"    {m}" for m in contract["forbidden_modules"]),
+            f"allow_indirect_imports = {contract.get('allow_indirect_imports', False)}",
+        ]
     cfg = tmp_path / "importlinter.ini"
     cfg.write_text("\n".join(lines) + "\n")
     exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
-    proc = subprocess.run([exe, "--config", str(cfg), "--no-cache"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=180)
+    proc = subprocess.run(
+        [exe, "--config", str(cfg), "--no-cache"], capture_output=True, text=True, cwd=ROOT, timeout=180
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -50,8 +50,20 @@ def test_demo_run_followed_live(tmp_path: Path) -> None:
     th.start()
     with open(log, "wb") as fh:
         rc = subprocess.run(
-            [sys.executable, "-m", "console.demo.grpo", "--tb-dir", str(tb), "--steps", "3", "--device", "cpu"],
-            stdout=fh, stderr=subprocess.STDOUT, timeout=150,
+            [
+                sys.executable,
+                "-m",
+                "console.demo.grpo",
+                "--tb-dir",
+                str(tb),
+                "--steps",
+                "3",
+                "--device",
+                "cpu",
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            timeout=150,
         ).returncode
     assert rc == 0, log.read_text()[-2000:]
     deadline = threading.Event()

@@ -49,7 +49,9 @@ def tb_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     exp2 = root / "logs" / "exp_002" / "tensorboard"
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(WRITER), str(exp1), str(exp2)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline().strip() == "flushed"
@@ -74,15 +76,26 @@ def test_incremental_while_written(tb_run: dict) -> None:
 def test_merge_like_json_dump(tb_run: dict) -> None:
     m = tb_run["reader"].metrics()
     assert list(m) == sorted(m)
-    assert m["train/loss"] == pytest.approx({"1": 1.0, "2": 0.5, "3": 0.2, "4": 0.1})  # later file wins at step 3
+    assert m["train/loss"] == pytest.approx(
+        {"1": 1.0, "2": 0.5, "3": 0.2, "4": 0.1}
+    )  # later file wins at step 3
     assert m["train/token_mult_prob_error"]["2"] == pytest.approx(1.02)
 
 
 def test_tb_dump_cli(tb_run: dict, tmp_path: Path) -> None:
     out = tmp_path / "metrics.json"
     r = subprocess.run(
-        [sys.executable, "-m", "console.monitor.tb_dump", str(tb_run["root"] / "logs"), "--output_path", str(out)],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "console.monitor.tb_dump",
+            str(tb_run["root"] / "logs"),
+            "--output_path",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 0, r.stderr
     assert "Merged data written to" in r.stdout
@@ -90,13 +103,26 @@ def test_tb_dump_cli(tb_run: dict, tmp_path: Path) -> None:
     assert data["train/loss"]["4"] == pytest.approx(0.1)
     assert list(data["ray/node.0.gpu.0.mem_gb"]) == ["0", "10"]
     r = subprocess.run(
-        [sys.executable, "-m", "console.monitor.tb_dump", str(tb_run["root"] / "logs"),
-         "--error-on-conflicts", "--output_path", str(out)],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "console.monitor.tb_dump",
+            str(tb_run["root"] / "logs"),
+            "--error-on-conflicts",
+            "--output_path",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 1 and "Conflict detected for metric 'train/loss' at step 3" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "console.monitor.tb_dump", str(tmp_path / "none")],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "console.monitor.tb_dump", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 1 and r.stderr.startswith("Error: No TensorBoard event files found under")
 
 
@@ -157,8 +183,15 @@ def test_check_semantics(check: str, passed: bool, value: object) -> None:
 
 
 def test_check_messages() -> None:
-    rs = evaluate_checks(DATA, ['data["nope"]["1"] < 1', 'max(data["train/loss"]) < 1', 'mean(data["train/loss"], ignore_top_p=2) < 1'])
-    assert rs[0].message == "FAIL: data[\"nope\"][\"1\"] < 1 (key not found: 'nope')"
+    rs = evaluate_checks(
+        DATA,
+        [
+            'data["nope"]["1"] < 1',
+            'max(data["train/loss"]) < 1',
+            'mean(data["train/loss"], ignore_top_p=2) < 1',
+        ],
+    )
+    assert rs[0].message == 'FAIL: data["nope"]["1"] < 1 (key not found: \'nope\')'
     assert rs[1].message == 'FAIL: max(data["train/loss"]) < 1 (condition evaluated to False)'
     assert rs[2].message.startswith("FAIL: ") and "(error: ignore_top_p must be between" in rs[2].message
 
@@ -192,11 +225,20 @@ def test_check_cli_exit_codes(tmp_path: Path) -> None:
     mj.write_text(json.dumps(DATA))
 
     def run(*checks: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "console.monitor.check_metrics", str(mj), *checks],
-                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        return subprocess.run(
+            [sys.executable, "-m", "console.monitor.check_metrics", str(mj), *checks],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
 
     r = run('max(data["train/loss"]) < 200', '"3" in data["validation/accuracy"]')
-    assert r.returncode == 0 and "Metric Checks" in r.stdout and 'PASS: max(data["train/loss"]) < 200' in r.stdout
+    assert (
+        r.returncode == 0
+        and "Metric Checks" in r.stdout
+        and 'PASS: max(data["train/loss"]) < 200' in r.stdout
+    )
     r = run('max(data["train/loss"]) < 2')
     assert r.returncode == 1 and "(condition evaluated to False)" in r.stdout and "[value: 100.0]" in r.stdout
     r = run("__import__('os').system('touch PWNED')")

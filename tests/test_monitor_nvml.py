@@ -40,8 +40,12 @@ class Driver:
     NVML_DEVICE_MIG_ENABLE = 1
     __version__ = "13.615.71"
 
-    def __init__(self, procs: dict[int, list[SimpleNamespace]], graphics: dict[int, list[SimpleNamespace]],
-                 versions: tuple[str, ...] = ("_v2",)) -> None:
+    def __init__(
+        self,
+        procs: dict[int, list[SimpleNamespace]],
+        graphics: dict[int, list[SimpleNamespace]],
+        versions: tuple[str, ...] = ("_v2",),
+    ) -> None:
         self.procs, self.graphics = procs, graphics
         self.calls: list[str] = []
         self.fail: dict[str, type[Exception]] = {}
@@ -58,6 +62,7 @@ class Driver:
             if name in self.fail:
                 raise self.fail[name]()
             return list(table.get(h, []))
+
         return call
 
     def nvmlInit(self) -> None: ...
@@ -92,8 +97,10 @@ class Driver:
 
 @pytest.fixture
 def child() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
-                            env={**os.environ, "CUDA_VISIBLE_DEVICES": "GPU-8e3a9"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"],
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "GPU-8e3a9"},
+    )
     yield proc
     proc.kill()
     proc.wait()
@@ -101,7 +108,8 @@ def child() -> Iterator[subprocess.Popen[bytes]]:
 
 def test_statuses_are_told_apart_from_values() -> None:
     lib = SimpleNamespace(
-        a=lambda: [], b=lambda: (_ for _ in ()).throw(pynvml.NVMLError_NotSupported()),
+        a=lambda: [],
+        b=lambda: (_ for _ in ()).throw(pynvml.NVMLError_NotSupported()),
         c=lambda: (_ for _ in ()).throw(pynvml.NVMLError_NoPermission()),
         d=lambda: (_ for _ in ()).throw(pynvml.NVMLError_GpuIsLost()),
         e=lambda: (_ for _ in ()).throw(pynvml.NVMLError_FunctionNotFound()),
@@ -110,28 +118,43 @@ def test_statuses_are_told_apart_from_values() -> None:
     )
     n = Nvml(lib)
     got = {k: n.query(k).status for k in "abcdefgz"}
-    assert got == {"a": OK, "b": NOT_SUPPORTED, "c": NO_PERMISSION, "d": GPU_LOST, "e": NO_FUNCTION,
-                   "f": NO_FUNCTION, "g": "error", "z": NO_FUNCTION}
+    assert got == {
+        "a": OK,
+        "b": NOT_SUPPORTED,
+        "c": NO_PERMISSION,
+        "d": GPU_LOST,
+        "e": NO_FUNCTION,
+        "f": NO_FUNCTION,
+        "g": "error",
+        "z": NO_FUNCTION,
+    }
     assert n.query("a").value == [] and n.query("a").ok
     # a function the driver lacks is said once; a name absent from the Python module is not a mismatch
     n.query("e")
     assert [m.split(" is missing")[0] for m in n.take_notices()] == ["NVML function e", "NVML function f"]
     assert n.take_notices() == []
-    assert init_reason(pynvml.NVMLError_LibRmVersionMismatch()).startswith("NVIDIA driver/library version mismatch")
+    assert init_reason(pynvml.NVMLError_LibRmVersionMismatch()).startswith(
+        "NVIDIA driver/library version mismatch"
+    )
     assert init_reason(pynvml.NVMLError_LibraryNotFound()).startswith("no NVIDIA driver")
 
 
 def test_versioned_process_apis_fall_back_and_merge_per_pid(child: subprocess.Popen[bytes]) -> None:
     me = child.pid
-    drv = Driver({0: [SimpleNamespace(pid=me, usedGpuMemory=2 << 30), SimpleNamespace(pid=1, usedGpuMemory=None)]},
-                 {0: [SimpleNamespace(pid=me, usedGpuMemory=None)]})
+    drv = Driver(
+        {0: [SimpleNamespace(pid=me, usedGpuMemory=2 << 30), SimpleNamespace(pid=1, usedGpuMemory=None)]},
+        {0: [SimpleNamespace(pid=me, usedGpuMemory=None)]},
+    )
     sampler = GpuSampler(run_pids_fn=lambda: run_process_tree([me]), nvml=drv)
     snap = sampler.sample()
     d0, d1 = snap.devices
     assert snap.attribution == "by-pid" and d0.attribution == "by-pid"
     assert [(p.pid, p.mem, p.ours) for p in d0.procs] == [(me, 2 << 30, True), (1, None, False)]
     assert d0.util == 55 and d1.util is None and not d1.lost  # no permission is not a lost GPU
-    assert drv.calls[:2] == ["nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"]
+    assert drv.calls[:2] == [
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetComputeRunningProcesses_v2",
+    ]
     notices = snap.notices
     assert len(notices) == 2 and "470.82" in notices[0] and "ComputeRunningProcesses_v3" in notices[0]
     assert sampler.sample().notices == []  # said once, not per sample
@@ -156,8 +179,13 @@ def test_by_device_when_no_nvml_pid_is_ours(child: subprocess.Popen[bytes]) -> N
     """NVML lists host PIDs the run cannot see (PID namespace): the run's GPUs, read from its
     process's CUDA_VISIBLE_DEVICES (a uuid prefix), carry the attribution instead."""
     host_pid = 4_000_000  # beyond pid_max: no process here has it
-    drv = Driver({0: [SimpleNamespace(pid=host_pid + 1, usedGpuMemory=1 << 30)],
-                  1: [SimpleNamespace(pid=host_pid, usedGpuMemory=5 << 30)]}, {})
+    drv = Driver(
+        {
+            0: [SimpleNamespace(pid=host_pid + 1, usedGpuMemory=1 << 30)],
+            1: [SimpleNamespace(pid=host_pid, usedGpuMemory=5 << 30)],
+        },
+        {},
+    )
     snap = GpuSampler(run_pids_fn=lambda: run_process_tree([child.pid]), nvml=drv).sample()
     assert snap.attribution == "by-device"
     d0, d1 = snap.devices

@@ -102,8 +102,10 @@ class FakeNvml:
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: str) -> list[SimpleNamespace]:
         if h in ("h0", "h1-mig0"):
-            return [SimpleNamespace(pid=self.our_pid, usedGpuMemory=4 << 30),
-                    SimpleNamespace(pid=1, usedGpuMemory=None)]
+            return [
+                SimpleNamespace(pid=self.our_pid, usedGpuMemory=4 << 30),
+                SimpleNamespace(pid=1, usedGpuMemory=None),
+            ]
         return []
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, h: str) -> list[SimpleNamespace]:
@@ -112,8 +114,9 @@ class FakeNvml:
 
 @pytest.fixture
 def child() -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
-                            env={**os.environ, "RL_CONSOLE_RUN": "run-1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], env={**os.environ, "RL_CONSOLE_RUN": "run-1"}
+    )
     yield proc
     proc.kill()
     proc.wait()
@@ -176,8 +179,11 @@ def test_sampler_publishes_to_bus(tmp_path: Path) -> None:
 
 def test_verl_jsonl_incremental(tmp_path: Path) -> None:
     p = tmp_path / "exp.jsonl"
-    p.write_text(json.dumps({"step": 1, "data": {"actor/pg_loss": 0.5, "note": "x", "critic/vf_loss": "nan"}}) + "\n"
-                 + '{"step": 2, "data": {"actor/pg_loss": 0.4')
+    p.write_text(
+        json.dumps({"step": 1, "data": {"actor/pg_loss": 0.5, "note": "x", "critic/vf_loss": "nan"}})
+        + "\n"
+        + '{"step": 2, "data": {"actor/pg_loss": 0.4'
+    )
     r = VerlJsonlReader(p)
     ev = r.poll()
     assert [e.data["step"] for e in ev] == [1]

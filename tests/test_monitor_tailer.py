@@ -227,8 +227,20 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 _PIECES = st.sampled_from(
-    [b"a", b"line", b"\n", b"\r", b"\x1b[31m", b"\x1b[0m", b"\xff", b"\x00", "é".encode(), b"\xc3",
-     b"Training Progress:  50%|#####     | 1/2 [00:01<00:01,  1.00s/it]", b"step:1 - x:1"]
+    [
+        b"a",
+        b"line",
+        b"\n",
+        b"\r",
+        b"\x1b[31m",
+        b"\x1b[0m",
+        b"\xff",
+        b"\x00",
+        "é".encode(),
+        b"\xc3",
+        b"Training Progress:  50%|#####     | 1/2 [00:01<00:01,  1.00s/it]",
+        b"step:1 - x:1",
+    ]
 )
 
 

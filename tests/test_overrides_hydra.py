@@ -30,9 +30,15 @@ def test_defaults_chain_is_merged(nemo):
 
 def test_known_keys_pass_unknown_refused_with_did_you_mean(nemo):
     repo = nemo[1]
-    assert validate_overrides(["grpo.max_num_steps=3", "policy.megatron_cfg.peft.enabled=true", "~data.shuffle"],
-                              repo, CFG) == []
-    with pytest.raises(SpecError, match=r"'grpo.max_num_step' is not a key of .*did you mean 'grpo.max_num_steps'"):
+    assert (
+        validate_overrides(
+            ["grpo.max_num_steps=3", "policy.megatron_cfg.peft.enabled=true", "~data.shuffle"], repo, CFG
+        )
+        == []
+    )
+    with pytest.raises(
+        SpecError, match=r"'grpo.max_num_step' is not a key of .*did you mean 'grpo.max_num_steps'"
+    ):
         validate_overrides(["grpo.max_num_step=3"], repo, CFG)
     with pytest.raises(SpecError, match=r"did you mean 'data.train.dataset_name'"):
         validate_overrides(["data.dataset_name=x"], repo, CFG)

@@ -40,11 +40,17 @@ def test_errors_exit_2_with_one_line(repos, tmp_path, capsys):
     plain.mkdir()
     cases = [
         (base + ["--level", "7"], "Level 7 is not a nemo-rl level"),
-        (["--framework", "verl", "--repo", verl, "--bridge-repo", bridge, "--level", "6"], "Level 6 is not a verl level"),
+        (
+            ["--framework", "verl", "--repo", verl, "--bridge-repo", bridge, "--level", "6"],
+            "Level 6 is not a verl level",
+        ),
         (base + ["--variant", "nope"], "unknown variant 'nope'"),
         (base + ["--variant", "delta-compression"], "belongs to Level 2"),
         (base + ["--level", "5"], "Level 5 (Architecture-specific e2e) needs a variant"),
-        (["--framework", "nemo-rl", "--repo", str(tmp_path / "missing"), "--bridge-repo", bridge], "no such directory"),
+        (
+            ["--framework", "nemo-rl", "--repo", str(tmp_path / "missing"), "--bridge-repo", bridge],
+            "no such directory",
+        ),
         (["--framework", "nemo-rl", "--repo", str(plain), "--bridge-repo", bridge], "not a git checkout"),
         (base + ["--model", str(tmp_path / "no-model")], "no such local model path"),
         (base + ["--model", "not a model id"], "neither an existing local path nor a Hugging Face id"),
@@ -78,13 +84,25 @@ def test_spaces_are_fine_when_no_wrapper_splits_them(repos):
 
 
 def test_tp4_with_unequal_batches_warns_with_advice(repos):
-    plan = build_plan(spec("nemo-rl", repos, (0,), overrides=["policy.megatron_cfg.tensor_model_parallel_size=4",
-                                                             "cluster.gpus_per_node=4"]))
+    plan = build_plan(
+        spec(
+            "nemo-rl",
+            repos,
+            (0,),
+            overrides=["policy.megatron_cfg.tensor_model_parallel_size=4", "cluster.gpus_per_node=4"],
+        )
+    )
     tp = [w for w in plan.warnings if "TP=4" in w]
     assert tp and "policy.train_micro_batch_size=1 != policy.logprob_batch_size=4" in tp[0]
     assert "NRL_IGNORE_TP_ACCURACY_CHECK" in tp[0] and "TP 1 or 2" in tp[0]
-    ok = build_plan(spec("nemo-rl", repos, (0,), overrides=["policy.megatron_cfg.tensor_model_parallel_size=4",
-                                                           "policy.logprob_batch_size=1"]))
+    ok = build_plan(
+        spec(
+            "nemo-rl",
+            repos,
+            (0,),
+            overrides=["policy.megatron_cfg.tensor_model_parallel_size=4", "policy.logprob_batch_size=1"],
+        )
+    )
     assert not [w for w in ok.warnings if "TP=4" in w]
 
 
@@ -108,9 +126,26 @@ def test_moe_variant_without_model_warns(repos):
 
 
 def test_module_entry_point_exit_code(repos):
-    proc = subprocess.run([sys.executable, "-m", "console", "plan", "--framework", "nemo-rl", "--level", "9",
-                           "--repo", repos[1], "--bridge-repo", repos[0]], capture_output=True, text=True,
-                          timeout=60, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "plan",
+            "--framework",
+            "nemo-rl",
+            "--level",
+            "9",
+            "--repo",
+            repos[1],
+            "--bridge-repo",
+            repos[0],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Level 9" in proc.stderr
 
 
@@ -121,25 +156,43 @@ def test_plan_without_a_checkout_resolves_on_the_manifest(repos, capsys):
 
     bridge, nemo, verl = repos
     commits = {k: v["commit"][:12] for k, v in load_manifest()["repos"].items()}
-    rc = main(["plan", "--framework", "nemo-rl", "--level", "0", "--level", "2", "--variant", "delta-compression"])
+    rc = main(
+        ["plan", "--framework", "nemo-rl", "--level", "0", "--level", "2", "--variant", "delta-compression"]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     first = out.splitlines()[0]
-    assert first.startswith("warning: no checkout given for NeMo-RL ($NEMO_RL_REPO) and the Bridge ($BRIDGE_REPO)")
-    assert (f"resolved against the upstream manifest of nemo-rl {commits['nemo-rl']}, bridge {commits['bridge']}, "
-            "not your checkout") in first
+    assert first.startswith(
+        "warning: no checkout given for NeMo-RL ($NEMO_RL_REPO) and the Bridge ($BRIDGE_REPO)"
+    )
+    assert (
+        f"resolved against the upstream manifest of nemo-rl {commits['nemo-rl']}, bridge {commits['bridge']}, "
+        "not your checkout"
+    ) in first
     assert "catalog_drift" not in out  # the README example fits upstream
     assert "$ git -C '$NEMO_RL_REPO' status --short" in out
     # only the Bridge given: the verl steps resolve on the manifest, the Bridge steps on the checkout
-    rc = main(["plan", "--framework", "verl", "--bridge-repo", bridge, "--json",
-               "--override", "trainer.total_training_step=3"])
+    rc = main(
+        [
+            "plan",
+            "--framework",
+            "verl",
+            "--bridge-repo",
+            bridge,
+            "--json",
+            "--override",
+            "trainer.total_training_step=3",
+        ]
+    )
     captured = capsys.readouterr()
     plan = json.loads(captured.out)
     assert rc == 0 and f"manifest of verl {commits['verl']}, not your checkout" in plan["warnings"][0]
     drift = plan["drift"]
     assert [d["item"] for d in drift if d["origin"] == "user"] == ["trainer.total_training_step=3"]
     assert any(d["closest"] == "trainer.total_training_steps" for d in drift)
-    assert any(d["step"] == "bridge-checks" and d["kind"] == "missing_path" for d in drift)  # empty Bridge checkout
+    assert any(
+        d["step"] == "bridge-checks" and d["kind"] == "missing_path" for d in drift
+    )  # empty Bridge checkout
     # a run (build_plan without the fallback) and a checkout given but missing stay errors
     with pytest.raises(SpecError, match="--repo is required for nemo-rl"):
         build_plan(RunSpec(framework="nemo-rl", bridge_repo=bridge))

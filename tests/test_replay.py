@@ -48,16 +48,33 @@ def test_emit_reproduces_bytes_and_pace(tmp_path: Path) -> None:
     assert time.monotonic() - t0 >= 0.45  # two 1 s gaps at speed 4
 
 
-def test_replay_of_a_recorded_nemo_rl_failure_is_a_run_the_console_follows(runs_dir: Path, tmp_path: Path) -> None:
+def test_replay_of_a_recorded_nemo_rl_failure_is_a_run_the_console_follows(
+    runs_dir: Path, tmp_path: Path
+) -> None:
     lines = ["Loaded configuration from: examples/configs/grpo_math_1B_megatron.yaml"]
     for s in (1, 2):
-        lines += [f"========================= Step {s}/2 =========================", "▶ Preparing batch...",
-                  "", "📊 Training Results:", "  • Loss: nan", "  • Avg Reward: 0.1000"]
+        lines += [
+            f"========================= Step {s}/2 =========================",
+            "▶ Preparing batch...",
+            "",
+            "📊 Training Results:",
+            "  • Loss: nan",
+            "  • Avg Reward: 0.1000",
+        ]
     log = tmp_path / "recorded.log"
     log.write_text("\n".join(lines) + "\n")
-    res = cli("replay", str(log), "--speed", "20", "--framework", "nemo-rl", "--runs-dir", str(runs_dir),
-              "--headless")
-    replayed = [ln[len("replay | "):] for ln in res.stdout.splitlines() if ln.startswith("replay | ")]
+    res = cli(
+        "replay",
+        str(log),
+        "--speed",
+        "20",
+        "--framework",
+        "nemo-rl",
+        "--runs-dir",
+        str(runs_dir),
+        "--headless",
+    )
+    replayed = [ln[len("replay | ") :] for ln in res.stdout.splitlines() if ln.startswith("replay | ")]
     assert replayed == lines
     assert "[step 2/2" in res.stdout and "] replay" in res.stdout
     assert res.returncode == 1 and "Verdict: Fail" in res.stdout and "metric_failure" in res.stdout

@@ -31,12 +31,18 @@ def runs_dir(tmp_path: Path):
 
 def log_lines(output: str, step_name: str) -> list[str]:
     prefix = f"{step_name} | "
-    return [line[len(prefix):] for line in output.splitlines() if line.startswith(prefix)]
+    return [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
 
 
 def console(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([PY, "-m", "console", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
+    return subprocess.Popen(
+        [PY, "-m", "console", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def test_sigkill_console_then_attach_loses_and_repeats_nothing(runs_dir: Path, tmp_path: Path) -> None:
@@ -69,8 +75,10 @@ def test_two_consoles_follow_one_run_and_share_the_store(runs_dir: Path) -> None
     a = console("attach", run_dir.name, "--runs-dir", str(runs_dir), "--headless")
     b = console("attach", run_dir.name, "--runs-dir", str(runs_dir), "--headless")
     # meanwhile both "consoles" also start runs into the same store
-    extra = [console("run", "--framework", "demo", "--runs-dir", str(runs_dir), "--detach", "--no-doctor")
-             for _ in range(2)]
+    extra = [
+        console("run", "--framework", "demo", "--runs-dir", str(runs_dir), "--detach", "--no-doctor")
+        for _ in range(2)
+    ]
     out_a, _ = a.communicate(timeout=60)
     out_b, _ = b.communicate(timeout=60)
     for p in extra:
@@ -96,7 +104,10 @@ def test_detach_returns_at_once_and_show(runs_dir: Path) -> None:
     run_id = res.stdout.split()[1]
     assert elapsed < 15  # interpreter start + plan; the demo itself takes longer
     shown = json.loads(cli("show", run_id, "--runs-dir", str(runs_dir), "--json").stdout)
-    assert shown["state"]["status"] in ("pending", "running") and shown["plan"]["steps"][0]["name"] == "demo-grpo"
+    assert (
+        shown["state"]["status"] in ("pending", "running")
+        and shown["plan"]["steps"][0]["name"] == "demo-grpo"
+    )
     text = cli("show", run_id[:20], "--runs-dir", str(runs_dir)).stdout
     assert "demo-grpo" in text and run_id in text
     assert cli("cancel", run_id, "--runs-dir", str(runs_dir), "--grace", "1").returncode == 0

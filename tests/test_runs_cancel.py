@@ -63,8 +63,9 @@ def test_cancel_kills_every_process_of_the_run(runs_dir: Path, tmp_path: Path) -
     elapsed = time.monotonic() - t0
     assert result.returncode == 0, result.stderr
     assert "cancelled" in result.stdout
-    survivors = [pid for pid in pids if psutil.pid_exists(pid)
-                 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    survivors = [
+        pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
     assert survivors == []
     assert run_processes(run_dir.name) == []
     state = wait_finished(run_dir, 10)

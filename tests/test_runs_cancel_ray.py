@@ -53,8 +53,9 @@ def test_cancel_stops_the_ray_cluster_the_run_started(tmp_path: Path) -> None:
     try:
         wait_for(lambda: log.exists() and "ray up" in log.read_text(), 120, "ray start --head")
         ours = run_processes(run_marker(run_dir))
-        assert any(any(n in (p.name() or "") for n in RAY_PROCESS_NAMES) for p in ours), \
+        assert any(any(n in (p.name() or "") for n in RAY_PROCESS_NAMES) for p in ours), (
             "the cluster's daemons carry the run's marker"
+        )
     finally:
         assert cancel_run(run_dir, grace=2.0) is True
     assert read_state(run_dir)["verdict"] == "Cancelled"

@@ -39,7 +39,9 @@ def test_a_file_the_step_rewrote_is_its_evidence(tmp_path: Path) -> None:
     copied = collect_evidence(run, 0, _step(repo), since=None, before=before)
     assert "metrics.json" in copied
     assert json.loads((run / "metrics.json").read_text())["run"]["1"] == "this-run-with-a-longer-name"
-    assert (run / "evidence/01-train/tb/events.out.tfevents.1.host").read_text() == "this-run-with-a-longer-name"
+    assert (
+        run / "evidence/01-train/tb/events.out.tfevents.1.host"
+    ).read_text() == "this-run-with-a-longer-name"
 
 
 def test_a_file_created_by_the_step_is_its_evidence(tmp_path: Path) -> None:

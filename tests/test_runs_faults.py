@@ -42,14 +42,37 @@ def demo_like_plan(repo: Path, train_s: float) -> dict:
         "print('Max number of steps has been reached, stopping training early', flush=True)\n"
     )
     dump = "import time; time.sleep(0.2); print('dumped')"
-    check = "import json; d = json.load(open('out/metrics.json')); assert d['train/loss']['1'] < 1; print('PASS')"
+    check = (
+        "import json; d = json.load(open('out/metrics.json')); assert d['train/loss']['1'] < 1; print('PASS')"
+    )
     common = {"env": {}, "cwd": str(repo)}
-    return {"steps": [
-        {"name": "train", "argv": [PY, "-u", "-c", train], "kind": "train", "deliverable": "framework_run",
-         "metrics_json": "out/metrics.json", "tb_dir": "out/tb", **common},
-        {"name": "dump", "argv": [PY, "-u", "-c", dump], "kind": "metrics", "deliverable": "metrics", **common},
-        {"name": "check", "argv": [PY, "-u", "-c", check], "kind": "metrics", "deliverable": "metrics", **common},
-    ]}
+    return {
+        "steps": [
+            {
+                "name": "train",
+                "argv": [PY, "-u", "-c", train],
+                "kind": "train",
+                "deliverable": "framework_run",
+                "metrics_json": "out/metrics.json",
+                "tb_dir": "out/tb",
+                **common,
+            },
+            {
+                "name": "dump",
+                "argv": [PY, "-u", "-c", dump],
+                "kind": "metrics",
+                "deliverable": "metrics",
+                **common,
+            },
+            {
+                "name": "check",
+                "argv": [PY, "-u", "-c", check],
+                "kind": "metrics",
+                "deliverable": "metrics",
+                **common,
+            },
+        ]
+    }
 
 
 LAUNCH = """
@@ -63,15 +86,24 @@ print(run_dir, flush=True)
 
 
 def _launch(runs: Path, plan: dict) -> subprocess.Popen:
-    return subprocess.Popen([PY, "-c", LAUNCH, str(runs), json.dumps(plan)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    return subprocess.Popen(
+        [PY, "-c", LAUNCH, str(runs), json.dumps(plan)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
 
 
 def _new_run(runs: Path, before: set[str], timeout: float = 20.0) -> Path | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        fresh = [p for p in runs.iterdir() if p.name not in before and not p.name.startswith(".")] \
-            if runs.is_dir() else []
+        fresh = (
+            [p for p in runs.iterdir() if p.name not in before and not p.name.startswith(".")]
+            if runs.is_dir()
+            else []
+        )
         if fresh and (fresh[0] / "state.json").exists():
             return fresh[0]
         time.sleep(0.02)
@@ -88,7 +120,8 @@ def _kill_supervisor(run_dir: Path) -> None:
 def _kill_step(run_dir: Path) -> None:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and not any(
-            st["status"] == "running" and st.get("pgid") for st in read_state(run_dir)["steps"]):
+        st["status"] == "running" and st.get("pgid") for st in read_state(run_dir)["steps"]
+    ):
         time.sleep(0.01)
     for st in read_state(run_dir)["steps"]:
         if st["status"] == "running" and st.get("pgid"):
@@ -117,15 +150,19 @@ def _leftovers(run_dir: Path) -> list[int]:
                     procs.append(proc.pid)
     sup = state.get("supervisor_pid")
     with contextlib.suppress(psutil.Error):
-        if sup and psutil.Process(sup).status() != psutil.STATUS_ZOMBIE \
-                and "console.runs.supervisor" in psutil.Process(sup).cmdline():
+        if (
+            sup
+            and psutil.Process(sup).status() != psutil.STATUS_ZOMBIE
+            and "console.runs.supervisor" in psutil.Process(sup).cmdline()
+        ):
             procs.append(sup)
     return procs
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_every_run_ends_with_one_verdict_its_evidence_and_nothing_running(tmp_path_factory: pytest.TempPathFactory,
-                                                                          seed: int) -> None:
+def test_every_run_ends_with_one_verdict_its_evidence_and_nothing_running(
+    tmp_path_factory: pytest.TempPathFactory, seed: int
+) -> None:
     rng = random.Random(seed)
     base = tmp_path_factory.getbasetemp() / "faults"
     runs, repo = base / "runs", base / "repo"  # one checkout shared by all 20 runs, like a real one
@@ -146,15 +183,22 @@ def test_every_run_ends_with_one_verdict_its_evidence_and_nothing_running(tmp_pa
             run_dir = _new_run(runs, before, timeout=2.0)
             if run_dir is None:
                 # at most an empty reserved folder (invisible: no state.json) or a hidden staging one
-                assert not runs.is_dir() or all(not any(p.iterdir()) for p in runs.iterdir()
-                                                if p.name not in before and not p.name.startswith("."))
+                assert not runs.is_dir() or all(
+                    not any(p.iterdir())
+                    for p in runs.iterdir()
+                    if p.name not in before and not p.name.startswith(".")
+                )
                 return  # killed before the run existed: nothing to settle
         else:
             run_dir = _new_run(runs, before)
             assert run_dir is not None, launcher.stderr.read() if launcher.stderr else ""
             if fault == "attached_console":
-                attached = subprocess.Popen([PY, "-m", "console", "attach", str(run_dir), "--headless"],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+                attached = subprocess.Popen(
+                    [PY, "-m", "console", "attach", str(run_dir), "--headless"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    cwd=ROOT,
+                )
             time.sleep(delay)
             if fault == "supervisor":
                 _kill_supervisor(run_dir)
@@ -165,8 +209,10 @@ def test_every_run_ends_with_one_verdict_its_evidence_and_nothing_running(tmp_pa
         state = _settle(run_dir)
         time.sleep(0.3)  # a step's wrapper that outlived its supervisor writes its exit file and leaves
         state = _settle(run_dir)
-        print(f"seed {seed}: {fault} after {delay:.2f}s -> {state['verdict']} {state.get('error') or ''} "
-              f"{[s['status'] for s in state['steps']]}")
+        print(
+            f"seed {seed}: {fault} after {delay:.2f}s -> {state['verdict']} {state.get('error') or ''} "
+            f"{[s['status'] for s in state['steps']]}"
+        )
         # one verdict, the same everywhere
         assert state["verdict"] in ("Pass", "Fail", "Blocked", "Incomplete", "Cancelled"), state
         triage = json.loads((run_dir / "triage.json").read_text())

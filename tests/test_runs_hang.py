@@ -14,8 +14,10 @@ from console.spec import RunSpec
 
 pytestmark = pytest.mark.timeout(90)
 
-STUCK = ("import time; print('=' * 25, 'Step 1/5', '=' * 25, flush=True); "
-         "print('▶ Generating responses for batch of size 8...', flush=True); time.sleep(120)")
+STUCK = (
+    "import time; print('=' * 25, 'Step 1/5', '=' * 25, flush=True); "
+    "print('▶ Generating responses for batch of size 8...', flush=True); time.sleep(120)"
+)
 CHATTY = "import time\nfor i in range(8):\n    print('collected', i, flush=True); time.sleep(0.4)"
 
 

@@ -50,19 +50,47 @@ def _no_traceback(proc: subprocess.CompletedProcess) -> None:
 def test_names_that_only_look_secret_are_kept() -> None:
     from console.redact import is_secret_name, redact_argv, redact_obj, redact_text
 
-    argv = ["python", "main.py", "data.reward_fn_key=data_source", "data.prompt_key=prompt",
-            "data.max_prompt_tokens=512", "wandb.api_key=abcd1234", "--hf-token", "tok-value",
-            "--token=xyz9", "x=hf_" + "a" * 30]
-    assert redact_argv(argv) == ["python", "main.py", "data.reward_fn_key=data_source", "data.prompt_key=prompt",
-                                 "data.max_prompt_tokens=512", "wandb.api_key=***", "--hf-token", "***",
-                                 "--token=***", "x=***"]
+    argv = [
+        "python",
+        "main.py",
+        "data.reward_fn_key=data_source",
+        "data.prompt_key=prompt",
+        "data.max_prompt_tokens=512",
+        "wandb.api_key=abcd1234",
+        "--hf-token",
+        "tok-value",
+        "--token=xyz9",
+        "x=hf_" + "a" * 30,
+    ]
+    assert redact_argv(argv) == [
+        "python",
+        "main.py",
+        "data.reward_fn_key=data_source",
+        "data.prompt_key=prompt",
+        "data.max_prompt_tokens=512",
+        "wandb.api_key=***",
+        "--hf-token",
+        "***",
+        "--token=***",
+        "x=***",
+    ]
     for name in ("HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_PAT", "NGC_API_KEY"):
         assert is_secret_name(name), name
-    for name in ("data.reward_fn_key", "SSH_AUTH_SOCK", "HF_TOKEN_PATH", "max_tokens", "tokenizer", "PYTHONPATH"):
+    for name in (
+        "data.reward_fn_key",
+        "SSH_AUTH_SOCK",
+        "HF_TOKEN_PATH",
+        "max_tokens",
+        "tokenizer",
+        "PYTHONPATH",
+    ):
         assert not is_secret_name(name), name
     # structure kept: a JSON string ending in an override is not eaten (the old regex ate its quote)
-    obj = {"cmd": "python x.py data.reward_fn_key=data_source", "env": {"HF_TOKEN": "abc"},
-           "line": "export HF_TOKEN=abcdef"}
+    obj = {
+        "cmd": "python x.py data.reward_fn_key=data_source",
+        "env": {"HF_TOKEN": "abc"},
+        "line": "export HF_TOKEN=abcdef",
+    }
     out = redact_obj(obj)
     assert out["cmd"] == obj["cmd"] and out["env"]["HF_TOKEN"] == "***"
     assert out["line"] == "export HF_TOKEN=***"
@@ -73,8 +101,17 @@ def test_names_that_only_look_secret_are_kept() -> None:
 def test_report_of_a_run_ending_in_a_key_override(runs_dir: Path) -> None:
     """verl's data.reward_fn_key=data_source as the last word: report must not crash or mask it."""
     code = "import sys; print('args', sys.argv[1:]); print('Training complete')"
-    plan = {"steps": [step("train", code, kind="train", deliverable="framework_run",
-                           argv=[PY, "-u", "-c", code, "data.reward_fn_key=data_source"])]}
+    plan = {
+        "steps": [
+            step(
+                "train",
+                code,
+                kind="train",
+                deliverable="framework_run",
+                argv=[PY, "-u", "-c", code, "data.reward_fn_key=data_source"],
+            )
+        ]
+    }
     spec = RunSpec(framework="verl", runs_dir=str(runs_dir), overrides=["data.reward_fn_key=data_source"])
     run_dir = start_run(spec, plan=plan)
     wait_finished(run_dir)
@@ -100,7 +137,8 @@ def _sha(value: str) -> str:
 
 
 def test_no_secret_in_the_supervisor_environ_nor_anywhere_in_the_run_folder(
-        runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HF_TOKEN", SUBMIT_SECRET)  # the submitting shell's token
     go = tmp_path / "go"
     code = (
@@ -115,8 +153,16 @@ def test_no_secret_in_the_supervisor_environ_nor_anywhere_in_the_run_folder(
         f"while not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
         "print(' argv', sys.argv[-1])\n"
     )
-    plan = {"steps": [step("leaky", code, env={"MY_SERVICE_TOKEN": ENV_SECRET},
-                           argv=[PY, "-u", "-c", code, "--api-key", ARGV_SECRET])]}
+    plan = {
+        "steps": [
+            step(
+                "leaky",
+                code,
+                env={"MY_SERVICE_TOKEN": ENV_SECRET},
+                argv=[PY, "-u", "-c", code, "--api-key", ARGV_SECRET],
+            )
+        ]
+    }
     run_dir = start_run(RunSpec(runs_dir=str(runs_dir), env={"MY_SERVICE_TOKEN": ENV_SECRET}), plan=plan)
     wait_for(lambda: read_state(run_dir)["steps"][0]["status"] == "running", what="the step to start")
     sup = read_state(run_dir)["supervisor_pid"]
@@ -140,11 +186,29 @@ def test_slurm_scripts_take_secrets_from_the_submitting_environment(tmp_path: Pa
 
     repo = tmp_path / "repo"
     repo.mkdir()
-    spec = RunSpec(framework="nemo-rl", repo=str(repo), launcher="slurm", slurm=SlurmOptions(),
-                   env={"HF_TOKEN": ENV_SECRET})
-    plan = {"steps": [{"name": "train", "argv": ["uv", "run", "x.py", f"wandb.api_key={ARGV_SECRET}",
-                                                 "data.reward_fn_key=data_source"],
-                       "env": {"HF_TOKEN": ENV_SECRET}, "cwd": str(repo)}]}
+    spec = RunSpec(
+        framework="nemo-rl",
+        repo=str(repo),
+        launcher="slurm",
+        slurm=SlurmOptions(),
+        env={"HF_TOKEN": ENV_SECRET},
+    )
+    plan = {
+        "steps": [
+            {
+                "name": "train",
+                "argv": [
+                    "uv",
+                    "run",
+                    "x.py",
+                    f"wandb.api_key={ARGV_SECRET}",
+                    "data.reward_fn_key=data_source",
+                ],
+                "env": {"HF_TOKEN": ENV_SECRET},
+                "cwd": str(repo),
+            }
+        ]
+    }
     sub = render(tmp_path / "run", plan, spec)
     shown = sub.script_text + sub.command_text() + sub.preview()
     assert ENV_SECRET not in shown and ARGV_SECRET not in shown
@@ -153,8 +217,12 @@ def test_slurm_scripts_take_secrets_from_the_submitting_environment(tmp_path: Pa
     assert "data.reward_fn_key=data_source" in sub.script_text
     assert sub.secret_env == {"HF_TOKEN": ENV_SECRET, "RL_CONSOLE_SECRET_ARG_1": ARGV_SECRET}
     # the shell expands it back to the real argument
-    out = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True,
-                         env={"RL_CONSOLE_SECRET_ARG_1": ARGV_SECRET, "PATH": os.environ["PATH"]})
+    out = subprocess.run(
+        ["bash", "-c", f"printf %s {word}"],
+        capture_output=True,
+        text=True,
+        env={"RL_CONSOLE_SECRET_ARG_1": ARGV_SECRET, "PATH": os.environ["PATH"]},
+    )
     assert out.stdout == f"wandb.api_key={ARGV_SECRET}"
 
 
@@ -163,8 +231,9 @@ def test_slurm_scripts_take_secrets_from_the_submitting_environment(tmp_path: Pa
 def small_disk(tmp_path: Path):
     mnt = tmp_path / "small"
     mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a 2 MiB tmpfs here: {proc.stderr.strip() or proc.returncode}")
     try:
@@ -177,9 +246,11 @@ def small_disk(tmp_path: Path):
             time.sleep(0.2)
 
 
-FILL_A_FILE = ("import os\n"
-               "with open(os.path.join(os.environ['RL_CONSOLE_RUN_DIR'], 'fill'), 'wb') as fh:\n"
-               "    for _ in range(64): fh.write(b'x' * 65536); fh.flush()\n")
+FILL_A_FILE = (
+    "import os\n"
+    "with open(os.path.join(os.environ['RL_CONSOLE_RUN_DIR'], 'fill'), 'wb') as fh:\n"
+    "    for _ in range(64): fh.write(b'x' * 65536); fh.flush()\n"
+)
 FILL_THE_LOG = "import sys\nfor i in range(80000): print('a log line that fills the disk', i)\n"
 
 
@@ -237,7 +308,11 @@ def test_sigkilled_supervisor_is_incomplete_in_ls_show_tui_and_report(runs_dir: 
     row = load_row(run_dir)  # the TUI's home screen, first to look
     assert row is not None and (row.status, row.verdict) == ("failed", "Incomplete")
     rows = json.loads(cli("ls", "--runs-dir", str(runs_dir), "--json").stdout)
-    assert (rows[0]["status"], rows[0]["verdict"], rows[0]["error"]) == ("failed", "Incomplete", "supervisor lost")
+    assert (rows[0]["status"], rows[0]["verdict"], rows[0]["error"]) == (
+        "failed",
+        "Incomplete",
+        "supervisor lost",
+    )
     assert "supervisor lost" in cli("ls", "--runs-dir", str(runs_dir)).stdout
     show = cli("show", str(run_dir))
     assert "Incomplete" in show.stdout and "supervisor lost" in show.stdout
@@ -258,9 +333,15 @@ def test_signals_only_reach_processes_whose_identity_matches(runs_dir: Path) -> 
         run_dir.mkdir()
         state = initial_state(run_dir.name, [{"name": "s"}])
         ctime = psutil.Process(stranger.pid).create_time()
-        state.update(status="running", started=time.time() - 60, supervisor_pid=stranger.pid,
-                     supervisor_create_time=ctime - 100.0)
-        state["steps"][0].update(status="running", pid=stranger.pid, pgid=stranger.pid, create_time=ctime - 100.0)
+        state.update(
+            status="running",
+            started=time.time() - 60,
+            supervisor_pid=stranger.pid,
+            supervisor_create_time=ctime - 100.0,
+        )
+        state["steps"][0].update(
+            status="running", pid=stranger.pid, pgid=stranger.pid, create_time=ctime - 100.0
+        )
         write_state(run_dir, state)
         assert supervisor_lost(read_state(run_dir), run_dir)
         assert cancel_run(run_dir, grace=0.2)
@@ -280,26 +361,39 @@ def test_signals_only_reach_processes_whose_identity_matches(runs_dir: Path) -> 
 
 # --------------------------------------------------------------------------- evidence stays put
 def _metrics_step(repo: Path, loss: str) -> dict:
-    code = ("import json, os\n"
-            "os.makedirs('out/tb', exist_ok=True)\n"
-            f"open('out/metrics.json', 'w').write(json.dumps({{'train/loss': {{'1': float({loss!r})}}}}))\n"
-            f"open('out/tb/events.out.tfevents.1.host', 'w').write('loss ' + {loss!r})\n"
-            "print('Max number of steps has been reached, stopping training early')\n")
-    return step("train", code, kind="train", deliverable="framework_run", cwd=str(repo),
-                metrics_json="out/metrics.json", tb_dir="out/tb")
+    code = (
+        "import json, os\n"
+        "os.makedirs('out/tb', exist_ok=True)\n"
+        f"open('out/metrics.json', 'w').write(json.dumps({{'train/loss': {{'1': float({loss!r})}}}}))\n"
+        f"open('out/tb/events.out.tfevents.1.host', 'w').write('loss ' + {loss!r})\n"
+        "print('Max number of steps has been reached, stopping training early')\n"
+    )
+    return step(
+        "train",
+        code,
+        kind="train",
+        deliverable="framework_run",
+        cwd=str(repo),
+        metrics_json="out/metrics.json",
+        tb_dir="out/tb",
+    )
 
 
 def test_two_runs_sharing_a_checkout_keep_their_own_evidence(runs_dir: Path, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    first = start_run(RunSpec(framework="demo", runs_dir=str(runs_dir)), plan={"steps": [_metrics_step(repo, "1.5")]})
+    first = start_run(
+        RunSpec(framework="demo", runs_dir=str(runs_dir)), plan={"steps": [_metrics_step(repo, "1.5")]}
+    )
     wait_finished(first)
     before = json.loads(cli("report", str(first), "--format", "json").stdout)
     recomputed_before = json.loads(cli("report", str(first), "--format", "json", "--recompute").stdout)
     assert json.loads((first / "metrics.json").read_text()) == {"train/loss": {"1": 1.5}}
     assert (first / "evidence/01-train/tb/events.out.tfevents.1.host").read_text() == "loss 1.5"
     assert read_state(first)["steps"][0]["evidence"]
-    second = start_run(RunSpec(framework="demo", runs_dir=str(runs_dir)), plan={"steps": [_metrics_step(repo, "nan")]})
+    second = start_run(
+        RunSpec(framework="demo", runs_dir=str(runs_dir)), plan={"steps": [_metrics_step(repo, "nan")]}
+    )
     wait_finished(second)
     assert "NaN" in json.dumps(json.loads(cli("report", str(second), "--format", "json").stdout))
     after = json.loads(cli("report", str(first), "--format", "json").stdout)
@@ -308,22 +402,34 @@ def test_two_runs_sharing_a_checkout_keep_their_own_evidence(runs_dir: Path, tmp
     assert "NaN" not in json.dumps(after) and "NaN" not in json.dumps(recomputed)
     assert (first / "evidence/01-train/metrics.json").read_text() == json.dumps({"train/loss": {"1": 1.5}})
     # the verdict was computed once: state.json, triage.json and the report agree
-    assert read_state(first)["verdict"] == json.loads((first / "triage.json").read_text())["verdict"] == after["result"]
+    assert (
+        read_state(first)["verdict"]
+        == json.loads((first / "triage.json").read_text())["verdict"]
+        == after["result"]
+    )
 
 
 # --------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("check", [
-    "((10**1000)**1000)**1000 > 1",
-    "round(1, -10**9) == 0",
-    "-" * 1500 + "1 < 2",
-    "(" * 5000 + "1" + ")" * 5000 + " < 2",
-    "(2**4000)*(2**4000)*(2**4000)*(2**4000) > 1",
-])
+@pytest.mark.parametrize(
+    "check",
+    [
+        "((10**1000)**1000)**1000 > 1",
+        "round(1, -10**9) == 0",
+        "-" * 1500 + "1 < 2",
+        "(" * 5000 + "1" + ")" * 5000 + " < 2",
+        "(2**4000)*(2**4000)*(2**4000)*(2**4000) > 1",
+    ],
+)
 def test_metric_check_bombs_are_refused(tmp_path: Path, check: str) -> None:
     metrics = tmp_path / "m.json"
     metrics.write_text('{"a": {"1": 1.0}}')
-    proc = subprocess.run([PY, "-m", "console.monitor.check_metrics", str(metrics), check],
-                          capture_output=True, text=True, timeout=20, cwd=ROOT)
+    proc = subprocess.run(
+        [PY, "-m", "console.monitor.check_metrics", str(metrics), check],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "REFUSED" in proc.stdout
     _no_traceback(proc)
@@ -332,9 +438,11 @@ def test_metric_check_bombs_are_refused(tmp_path: Path, check: str) -> None:
 def test_bad_runs_folder_and_replay_input_leave_nothing(tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
-    for args in (["run", "--framework", "demo", "--no-doctor", "--detach", "--runs-dir", str(afile)],
-                 ["run", "--framework", "demo", "--no-doctor", "--detach", "--runs-dir", str(afile / "sub")],
-                 ["ls", "--runs-dir", str(afile)]):
+    for args in (
+        ["run", "--framework", "demo", "--no-doctor", "--detach", "--runs-dir", str(afile)],
+        ["run", "--framework", "demo", "--no-doctor", "--detach", "--runs-dir", str(afile / "sub")],
+        ["ls", "--runs-dir", str(afile)],
+    ):
         proc = cli(*args)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -347,8 +455,19 @@ def test_bad_runs_folder_and_replay_input_leave_nothing(tmp_path: Path) -> None:
     for log in (empty, binary):
         proc = cli("replay", str(log), "--runs-dir", str(runs), "--detach")
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    proc = cli("run", "--framework", "demo", "--launcher", "slurm", "--nodes", "-3", "--no-doctor",
-               "--detach", "--runs-dir", str(runs))
+    proc = cli(
+        "run",
+        "--framework",
+        "demo",
+        "--launcher",
+        "slurm",
+        "--nodes",
+        "-3",
+        "--no-doctor",
+        "--detach",
+        "--runs-dir",
+        str(runs),
+    )
     assert proc.returncode == 2, proc.stderr
     assert not runs.exists() or list(runs.iterdir()) == []
 
@@ -356,7 +475,9 @@ def test_bad_runs_folder_and_replay_input_leave_nothing(tmp_path: Path) -> None:
 def test_read_only_runs_folder(tmp_path: Path) -> None:
     mnt = tmp_path / "ro"
     mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a read-only tmpfs here: {proc.stderr.strip()}")
     try:
@@ -380,14 +501,25 @@ def test_ctrl_c_on_an_attached_run_detaches_with_its_own_exit_code(tmp_path: Pat
     log = tmp_path / "rec.log"
     log.write_text("".join(f"line {i}\n" for i in range(400)))
     env = dict(os.environ)
-    con = subprocess.Popen([PY, "-m", "console", "replay", str(log), "--speed", "0.2", "--headless",
-                            "--runs-dir", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, env=env, cwd=ROOT)
+    con = subprocess.Popen(
+        [PY, "-m", "console", "replay", str(log), "--speed", "0.2", "--headless", "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         wait_for(lambda: bool(RunStore(runs).run_dirs()), timeout=90, what="the run folder")
         run_dir = RunStore(runs).run_dirs()[0]
-        wait_for(lambda: (run_dir / "logs/01-replay.log").exists()
-                 and b"line 1" in (run_dir / "logs/01-replay.log").read_bytes(), timeout=90, what="output")
+        wait_for(
+            lambda: (
+                (run_dir / "logs/01-replay.log").exists()
+                and b"line 1" in (run_dir / "logs/01-replay.log").read_bytes()
+            ),
+            timeout=90,
+            what="output",
+        )
         con.send_signal(signal.SIGINT)
         _out, err = con.communicate(timeout=30)
         assert con.returncode == exitcodes.DETACHED != exitcodes.CANCELLED, err

@@ -31,8 +31,9 @@ class HungGpu:
         pass
 
 
-def test_a_hung_nvml_call_does_not_stall_the_supervisor_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_hung_nvml_call_does_not_stall_the_supervisor_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(pipeline_mod, "GpuSampler", HungGpu)
     HungGpu.release.clear()
     bus = EventBus(tmp_path / "events.jsonl")
@@ -91,7 +92,7 @@ def test_compaction_downsamples_old_samples_and_readers_go_on(tmp_path: Path) ->
     want = [ln.rstrip("\n") for ln in lines]
     assert len(got) == len(set(got)), "an event was read twice across the compaction"
     assert [g for g in got if '"finding"' in g] == [w for w in want if '"finding"' in w]
-    assert got[:len(first)] == want[:len(first)]
+    assert got[: len(first)] == want[: len(first)]
     kept = [json.loads(x) for x in path.read_text().splitlines()]
     old_gpu = [e for e in kept if e["type"] == "gpu" and now - e["t"] > 600]
     young_gpu = [e for e in kept if e["type"] == "gpu" and now - e["t"] <= 600]

@@ -29,14 +29,19 @@ def runs_dir(tmp_path: Path):
 
 def test_steps_run_in_order_failure_skips_the_rest(runs_dir: Path) -> None:
     secret = "hf_" + "a" * 30
-    plan = {"steps": [
-        step("first", "import os,sys; print('hello from', os.environ['RL_CONSOLE_RUN_ID']);"
-                      "print('stdin', repr(sys.stdin.read())); print('err', file=sys.stderr)",
-             env={"HF_TOKEN": secret, "PLAIN": "x"}),
-        step("tolerated", "import sys; sys.exit(4)", on_failure="continue"),
-        step("broken", "import sys; print('about to fail'); sys.exit(3)"),
-        step("never", "print('must not run')"),
-    ]}
+    plan = {
+        "steps": [
+            step(
+                "first",
+                "import os,sys; print('hello from', os.environ['RL_CONSOLE_RUN_ID']);"
+                "print('stdin', repr(sys.stdin.read())); print('err', file=sys.stderr)",
+                env={"HF_TOKEN": secret, "PLAIN": "x"},
+            ),
+            step("tolerated", "import sys; sys.exit(4)", on_failure="continue"),
+            step("broken", "import sys; print('about to fail'); sys.exit(3)"),
+            step("never", "print('must not run')"),
+        ]
+    }
     run_dir = start_run(RunSpec(runs_dir=str(runs_dir), env={"WANDB_API_KEY": "k" * 12}), plan=plan)
     state = wait_finished(run_dir)
     assert [s["status"] for s in state["steps"]] == ["passed", "failed", "failed", "skipped"]
@@ -61,8 +66,16 @@ def test_steps_run_in_order_failure_skips_the_rest(runs_dir: Path) -> None:
 
 def test_secret_reaches_the_step(runs_dir: Path) -> None:
     secret = "hf_" + "b" * 30
-    plan = {"steps": [step("s", "import os; assert os.environ['HF_TOKEN'].startswith('hf_b'); "
-                                "assert 'RL_CONSOLE_SECRETS' not in os.environ", env={"HF_TOKEN": secret})]}
+    plan = {
+        "steps": [
+            step(
+                "s",
+                "import os; assert os.environ['HF_TOKEN'].startswith('hf_b'); "
+                "assert 'RL_CONSOLE_SECRETS' not in os.environ",
+                env={"HF_TOKEN": secret},
+            )
+        ]
+    }
     run_dir = start_run(RunSpec(runs_dir=str(runs_dir)), plan=plan)
     state = wait_finished(run_dir)
     assert state["verdict"] == "Pass", (run_dir / "logs/01-s.log").read_text()
@@ -96,8 +109,11 @@ def test_run_ids_sortable_readable_unique(tmp_path: Path) -> None:
     t = time.mktime((2026, 11, 21, 22, 36, 0, 0, 0, -1))
     assert base_run_id(spec, t) == "20261121-223600-nemo-rl-l02-lora"
     dirs = [create_run_dir(tmp_path, spec, t) for _ in range(3)]
-    assert [d.name for d in dirs] == ["20261121-223600-nemo-rl-l02-lora", "20261121-223600-nemo-rl-l02-lora-2",
-                                      "20261121-223600-nemo-rl-l02-lora-3"]
+    assert [d.name for d in dirs] == [
+        "20261121-223600-nemo-rl-l02-lora",
+        "20261121-223600-nemo-rl-l02-lora-2",
+        "20261121-223600-nemo-rl-l02-lora-3",
+    ]
 
 
 def _bump(run_dir: str, n: int) -> None:
@@ -151,7 +167,11 @@ def test_rerun_with_remedy_links_and_applies(runs_dir: Path, monkeypatch: pytest
     first = start_run(spec, plan=plan)
     wait_finished(first)
     monkeypatch.setenv("HF_TOKEN", "hf_" + "d" * 30)
-    remedy = {"class": "rocr_visible_devices", "env": {"NCCL_DEBUG": "INFO"}, "unset": ["ROCR_VISIBLE_DEVICES"]}
+    remedy = {
+        "class": "rocr_visible_devices",
+        "env": {"NCCL_DEBUG": "INFO"},
+        "unset": ["ROCR_VISIBLE_DEVICES"],
+    }
     second = rerun_with_remedy(first, remedy)  # the demo's real plan, rebuilt from the changed spec
     from console.runs.cancel import cancel_run
 
@@ -162,10 +182,17 @@ def test_rerun_with_remedy_links_and_applies(runs_dir: Path, monkeypatch: pytest
     assert new_spec["env"] == {"HF_TOKEN": "***", "NCCL_DEBUG": "INFO"}
     from console.runs.rerun import apply_remedy
 
-    assert apply_remedy(RunSpec(overrides=["a=1"]), {"overrides": ["b=2", "a=1"]}, "x").overrides == ["a=1", "b=2"]
-    assert new_spec["extra"]["linked_from"] == first.name and new_spec["extra"]["remedy"]["unset"] == ["ROCR_VISIBLE_DEVICES"]
+    assert apply_remedy(RunSpec(overrides=["a=1"]), {"overrides": ["b=2", "a=1"]}, "x").overrides == [
+        "a=1",
+        "b=2",
+    ]
+    assert new_spec["extra"]["linked_from"] == first.name and new_spec["extra"]["remedy"]["unset"] == [
+        "ROCR_VISIBLE_DEVICES"
+    ]
     assert state["linked_from"] == first.name
-    assert all("ROCR_VISIBLE_DEVICES" in s["unset"] for s in json.loads((second / "plan.json").read_text())["steps"])
+    assert all(
+        "ROCR_VISIBLE_DEVICES" in s["unset"] for s in json.loads((second / "plan.json").read_text())["steps"]
+    )
 
 
 def test_pipeline_failure_never_reaches_the_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -56,12 +56,16 @@ def cluster() -> Iterator[SlurmCluster]:
 def make_run(root: Path, steps: list[dict[str, Any]], **slurm: Any) -> tuple[Path, RunSpec, dict[str, Any]]:
     """A run folder as ``start_run`` leaves it before submission (spec.json, plan.json, state.json)."""
     extra = slurm.pop("extra", {"slurm_gpu_sampling": False})
-    spec = RunSpec(framework="demo", launcher="slurm", runs_dir=str(root), slurm=SlurmOptions(**slurm),
-                   extra=extra)
+    spec = RunSpec(
+        framework="demo", launcher="slurm", runs_dir=str(root), slurm=SlurmOptions(**slurm), extra=extra
+    )
     run_dir = root / f"run-{len(list(root.glob('run-*'))) + 1}"
     (run_dir / "logs").mkdir(parents=True)
-    plan = {"spec": spec.to_dict(), "warnings": [],
-            "steps": [{"cwd": str(run_dir), "gpus": 0, "env": {}, "on_failure": "stop", **s} for s in steps]}
+    plan = {
+        "spec": spec.to_dict(),
+        "warnings": [],
+        "steps": [{"cwd": str(run_dir), "gpus": 0, "env": {}, "on_failure": "stop", **s} for s in steps],
+    }
     write_json_atomic(run_dir / "spec.json", spec.to_dict())
     write_json_atomic(run_dir / "plan.json", plan)
     write_state(run_dir, initial_state(run_dir.name, plan["steps"], "slurm"))
@@ -88,24 +92,45 @@ def events_of(run_dir: Path, kind: str) -> list[Any]:
     return [e for e in iter_events(run_dir / "events.jsonl") if e.type == kind]
 
 
-def test_plan_runs_to_pass_with_logs_exit_files_and_gpu_samples(cluster: SlurmCluster, tmp_path: Path) -> None:
+def test_plan_runs_to_pass_with_logs_exit_files_and_gpu_samples(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
     # a stand-in for nvidia-smi (no GPU here), run on the node through srun --overlap --jobid
     fake_smi = tmp_path / "fake_smi.py"
     fake_smi.write_text("print('0, NVIDIA H100 80GB HBM3, GPU-abc, 1234, 81559, 17')\n")
     hostile = "$(touch " + str(tmp_path / "pwned") + "); `id` ' \" ; exit 9"
-    run_dir, spec, plan = make_run(tmp_path, [
-        {"name": "hello", "argv": [PY, "-c", "import sys; print('arg=' + sys.argv[1])", hostile],
-         "env": {"RLC_GREETING": "hi there; $HOME"}},
-        {"name": "work", "argv": [PY, "-c", "import os,time; print(os.environ['RLC_GREETING']);"
-                                  "print(open('{run_dir}/spec.json').read()[:1]); time.sleep(2.5)"],
-         "env": {"RLC_GREETING": "hi there; $HOME"}},
-    ], extra={"slurm_gpu_query": [PY, str(fake_smi)], "slurm_gpu_interval_s": 0.5,
-              "slurm_ray_metrics_port": 0})
+    run_dir, spec, plan = make_run(
+        tmp_path,
+        [
+            {
+                "name": "hello",
+                "argv": [PY, "-c", "import sys; print('arg=' + sys.argv[1])", hostile],
+                "env": {"RLC_GREETING": "hi there; $HOME"},
+            },
+            {
+                "name": "work",
+                "argv": [
+                    PY,
+                    "-c",
+                    "import os,time; print(os.environ['RLC_GREETING']);"
+                    "print(open('{run_dir}/spec.json').read()[:1]); time.sleep(2.5)",
+                ],
+                "env": {"RLC_GREETING": "hi there; $HOME"},
+            },
+        ],
+        extra={
+            "slurm_gpu_query": [PY, str(fake_smi)],
+            "slurm_gpu_interval_s": 0.5,
+            "slurm_ray_metrics_port": 0,
+        },
+    )
     job_id = submit(run_dir, spec, plan)
     assert job_id.isdigit()
     # the generated script is saved in the run folder, quoted, with generic paths
     script = (run_dir / "slurm" / "job.sbatch").read_text()
-    work_line = next(line for line in script.splitlines() if "02-work.log" in line and line.startswith(("( ", "{ ")))
+    work_line = next(
+        line for line in script.splitlines() if "02-work.log" in line and line.startswith(("( ", "{ "))
+    )
     assert "export RUN_DIR=" in script and str(run_dir) not in work_line and '"${RUN_DIR}"' in work_line
     assert (run_dir / "slurm" / "submit.sh").read_text().count("sbatch --parsable") == 1
 
@@ -131,11 +156,18 @@ def test_plan_runs_to_pass_with_logs_exit_files_and_gpu_samples(cluster: SlurmCl
 
 
 def test_failed_step_fails_the_run_and_skips_the_rest(cluster: SlurmCluster, tmp_path: Path) -> None:
-    run_dir, spec, plan = make_run(tmp_path, [
-        {"name": "ray-stop", "argv": ["sh", "-c", "echo nothing to stop; exit 1"], "on_failure": "continue"},
-        {"name": "train", "argv": ["sh", "-c", "echo boom >&2; exit 3"]},
-        {"name": "metrics", "argv": ["true"]},
-    ])
+    run_dir, spec, plan = make_run(
+        tmp_path,
+        [
+            {
+                "name": "ray-stop",
+                "argv": ["sh", "-c", "echo nothing to stop; exit 1"],
+                "on_failure": "continue",
+            },
+            {"name": "train", "argv": ["sh", "-c", "echo boom >&2; exit 3"]},
+            {"name": "metrics", "argv": ["true"]},
+        ],
+    )
     submit(run_dir, spec, plan)
     final = backend.follow(run_dir, poll_s=POLL, max_s=60)
     assert final["verdict"] == "Fail" and final["status"] == "failed"
@@ -148,23 +180,39 @@ def test_failed_step_fails_the_run_and_skips_the_rest(cluster: SlurmCluster, tmp
 
 def test_cancel_a_running_job(cluster: SlurmCluster, tmp_path: Path) -> None:
     marker = f"rlc-cancel-{os.getpid()}"
-    run_dir, spec, plan = make_run(tmp_path, [
-        {"name": "long", "argv": [PY, "-c", f"import time; print('{marker}', flush=True); time.sleep(120)"]},
-        {"name": "after", "argv": ["true"]},
-    ])
+    run_dir, spec, plan = make_run(
+        tmp_path,
+        [
+            {
+                "name": "long",
+                "argv": [PY, "-c", f"import time; print('{marker}', flush=True); time.sleep(120)"],
+            },
+            {"name": "after", "argv": ["true"]},
+        ],
+    )
     job_id = submit(run_dir, spec, plan)
     wait_for(lambda: backend.poll(job_id).state == "RUNNING", what="RUNNING")
-    wait_for(lambda: marker in (run_dir / "logs" / "01-long.log").read_text(errors="replace")
-             if (run_dir / "logs" / "01-long.log").exists() else False, what="step output")
+    wait_for(
+        lambda: (
+            marker in (run_dir / "logs" / "01-long.log").read_text(errors="replace")
+            if (run_dir / "logs" / "01-long.log").exists()
+            else False
+        ),
+        what="step output",
+    )
     assert backend.cancel_run(run_dir) == job_id
     final = backend.follow(run_dir, poll_s=POLL, max_s=60)
     assert final["verdict"] == "Cancelled" and final["status"] == "cancelled"
     assert final["slurm_state"] == "CANCELLED"
     assert [s["status"] for s in final["steps"]] == ["cancelled", "cancelled"]
+
     # the step's process is gone
     def step_gone() -> bool:
-        return not any(marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE
-                       for p in psutil.process_iter(["cmdline", "status"]))
+        return not any(
+            marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE
+            for p in psutil.process_iter(["cmdline", "status"])
+        )
+
     wait_for(step_gone, timeout=15, what="the step's process to end")
 
 
@@ -174,10 +222,20 @@ def test_start_run_then_reattach_after_the_console_is_killed(cluster: SlurmClust
     from console.runs.follow import follow_run
     from console.runs.launch import start_run
 
-    spec = RunSpec(framework="demo", launcher="slurm", runs_dir=str(tmp_path),
-                   extra={"slurm_gpu_sampling": False})
-    plan = {"steps": [{"name": "slow", "argv": ["sh", "-c", "echo started; sleep 3; echo done"],
-                       "cwd": str(tmp_path), "env": {}, "gpus": 0}]}
+    spec = RunSpec(
+        framework="demo", launcher="slurm", runs_dir=str(tmp_path), extra={"slurm_gpu_sampling": False}
+    )
+    plan = {
+        "steps": [
+            {
+                "name": "slow",
+                "argv": ["sh", "-c", "echo started; sleep 3; echo done"],
+                "cwd": str(tmp_path),
+                "env": {},
+                "gpus": 0,
+            }
+        ]
+    }
     run_dir = start_run(spec, plan=plan)
     state = read_state(run_dir)
     assert state["launcher"] == "slurm" and state["slurm_job_id"]
@@ -203,10 +261,20 @@ def test_cancel_run_of_the_runs_engine_scancels(cluster: SlurmCluster, tmp_path:
     from console.runs.cancel import cancel_run
     from console.runs.launch import start_run
 
-    spec = RunSpec(framework="demo", launcher="slurm", runs_dir=str(tmp_path),
-                   extra={"slurm_gpu_sampling": False})
-    plan = {"steps": [{"name": "long", "argv": ["sh", "-c", "echo started; sleep 120"], "cwd": str(tmp_path),
-                       "env": {}, "gpus": 0}]}
+    spec = RunSpec(
+        framework="demo", launcher="slurm", runs_dir=str(tmp_path), extra={"slurm_gpu_sampling": False}
+    )
+    plan = {
+        "steps": [
+            {
+                "name": "long",
+                "argv": ["sh", "-c", "echo started; sleep 120"],
+                "cwd": str(tmp_path),
+                "env": {},
+                "gpus": 0,
+            }
+        ]
+    }
     run_dir = start_run(spec, plan=plan)
     job_id = read_state(run_dir)["slurm_job_id"]
     wait_for(lambda: _log_says(run_dir / "logs" / "01-long.log", "started"), what="the step to start")
@@ -217,8 +285,9 @@ def test_cancel_run_of_the_runs_engine_scancels(cluster: SlurmCluster, tmp_path:
 
 
 def test_job_that_can_never_start_is_blocked(cluster: SlurmCluster, tmp_path: Path) -> None:
-    run_dir, spec, plan = make_run(tmp_path, [{"name": "never", "argv": ["true"]}],
-                                   partition="tiny", time="10:00")
+    run_dir, spec, plan = make_run(
+        tmp_path, [{"name": "never", "argv": ["true"]}], partition="tiny", time="10:00"
+    )
     job_id = submit(run_dir, spec, plan)
     final = backend.follow(run_dir, poll_s=POLL, max_s=60)
     assert final["verdict"] == "Blocked" and final["status"] == "blocked"
@@ -228,9 +297,12 @@ def test_job_that_can_never_start_is_blocked(cluster: SlurmCluster, tmp_path: Pa
 
 
 def test_node_failure_mid_job_is_blocked(cluster: SlurmCluster, tmp_path: Path) -> None:
-    run_dir, spec, plan = make_run(tmp_path, [
-        {"name": "train", "argv": ["sh", "-c", "echo training; sleep 600"]},
-    ])
+    run_dir, spec, plan = make_run(
+        tmp_path,
+        [
+            {"name": "train", "argv": ["sh", "-c", "echo training; sleep 600"]},
+        ],
+    )
     job_id = submit(run_dir, spec, plan)
     # the log file exists as soon as the batch script redirects into it, before srun launched
     # the task: wait for the task's own output, or the kill races the launch (srun then fails)
@@ -259,14 +331,23 @@ def test_submission_line_masks_secrets_and_script_holds_none(tmp_path: Path) -> 
     """No cluster needed: what is written and shown before submission."""
     from console.runs.slurm.script import render
 
-    run_dir, spec, plan = make_run(tmp_path, [
-        {"name": "s", "argv": ["echo", "x"], "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz", "A": "1"}},
-    ], container="nvcr.io/x:1", mounts=["/data:/data"])
+    run_dir, spec, plan = make_run(
+        tmp_path,
+        [
+            {
+                "name": "s",
+                "argv": ["echo", "x"],
+                "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz", "A": "1"},
+            },
+        ],
+        container="nvcr.io/x:1",
+        mounts=["/data:/data"],
+    )
     sub = render(run_dir, plan, spec)
     assert "hf_abcdef" not in sub.preview() and "hf_abcdef" not in sub.script_text
     assert sub.secret_env == {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz"}
     assert "--container-image=nvcr.io/x:1" in sub.script_text
-    assert "--container-mounts=/data:/data,\"${RUN_DIR}\":\"${RUN_DIR}\"" in sub.script_text
-    assert "--container-workdir=\"${RUN_DIR}\"" in sub.script_text
+    assert '--container-mounts=/data:/data,"${RUN_DIR}":"${RUN_DIR}"' in sub.script_text
+    assert '--container-workdir="${RUN_DIR}"' in sub.script_text
     assert subprocess.run(["bash", "-n"], input=sub.script_text, text=True).returncode == 0
     json.dumps(sub.sbatch_args)

@@ -41,9 +41,11 @@ def _events(run_dir: Path, kind: str) -> list[Any]:
 class _RayMetrics(BaseHTTPRequestHandler):
     """Stand-in for Ray's metrics export on one node (there is no GPU here): one H100 at 40 GiB."""
 
-    body = ('ray_node_gram_used{GpuDeviceName="NVIDIA H100 80GB HBM3",GpuIndex="0",ip="127.0.0.1"} 40960.0\n'
-            'ray_node_gram_available{GpuDeviceName="NVIDIA H100 80GB HBM3",GpuIndex="0",ip="127.0.0.1"} 40960.0\n'
-            'ray_node_gpus_utilization{GpuDeviceName="NVIDIA H100 80GB HBM3",GpuIndex="0",ip="127.0.0.1"} 71.0\n')
+    body = (
+        'ray_node_gram_used{GpuDeviceName="NVIDIA H100 80GB HBM3",GpuIndex="0",ip="127.0.0.1"} 40960.0\n'
+        'ray_node_gram_available{GpuDeviceName="NVIDIA H100 80GB HBM3",GpuIndex="0",ip="127.0.0.1"} 40960.0\n'
+        'ray_node_gpus_utilization{GpuDeviceName="NVIDIA H100 80GB HBM3",GpuIndex="0",ip="127.0.0.1"} 71.0\n'
+    )
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         data = self.body.encode()
@@ -59,13 +61,19 @@ class _RayMetrics(BaseHTTPRequestHandler):
 
 def test_two_node_job_is_sampled_per_node(cluster: SlurmCluster, tmp_path: Path) -> None:
     assert len(cluster.nodes) == 2
-    spec = RunSpec(framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm",
-                   slurm=SlurmOptions(nodes=2),
-                   extra={"slurm_gpu_interval_s": 1.0, "slurm_ray_metrics_port": 1})  # nothing listens on 1
-    train = ("import time\n"
-             "for i in range(1, 7):\n"
-             "    print('=' * 20, f'Step {i}/6', '=' * 20, flush=True)\n"
-             "    time.sleep(1.0)\n")
+    spec = RunSpec(
+        framework="nemo-rl",
+        runs_dir=str(tmp_path),
+        launcher="slurm",
+        slurm=SlurmOptions(nodes=2),
+        extra={"slurm_gpu_interval_s": 1.0, "slurm_ray_metrics_port": 1},
+    )  # nothing listens on 1
+    train = (
+        "import time\n"
+        "for i in range(1, 7):\n"
+        "    print('=' * 20, f'Step {i}/6', '=' * 20, flush=True)\n"
+        "    time.sleep(1.0)\n"
+    )
     run_dir = start_run(spec, plan={"steps": [step("train", train, kind="train", cwd=str(tmp_path))]})
     final = wait_finished(run_dir, timeout=90)
     assert final["verdict"] == "Pass", json.dumps(final)
@@ -88,8 +96,10 @@ def test_two_node_job_is_sampled_per_node(cluster: SlurmCluster, tmp_path: Path)
         assert any(q.startswith("srun --overlap nvidia-smi") for q in data["queried"]), data
     assert len(_events(run_dir, "gpu")) == 2  # "no GPU" is not repeated every sample
     _check_console_shows_each_node(run_dir, cluster.nodes, tmp_path)
-    print(f"\nper-node samples: { {n: len(v) for n, v in by_node.items()} } host events; gpu: "
-          f"{ {n: d['reason'] for n, d in gpus.items()} }")
+    print(
+        f"\nper-node samples: { {n: len(v) for n, v in by_node.items()} } host events; gpu: "
+        f"{ {n: d['reason'] for n, d in gpus.items()} }"
+    )
 
 
 def _check_console_shows_each_node(run_dir: Path, nodes: list[str], tmp_path: Path) -> None:
@@ -105,8 +115,11 @@ def _check_console_shows_each_node(run_dir: Path, nodes: list[str], tmp_path: Pa
     async def main() -> None:
         async with app.run_test(size=(100, 40)) as pilot:
             for _ in range(100):
-                if type(app.screen).__name__ == "MonitorScreen" and app.screen.snapshot is not None \
-                        and app.screen.snapshot.gpu_nodes:
+                if (
+                    type(app.screen).__name__ == "MonitorScreen"
+                    and app.screen.snapshot is not None
+                    and app.screen.snapshot.gpu_nodes
+                ):
                     break
                 await pilot.pause(0.05)
             await pilot.press("4")
@@ -127,10 +140,17 @@ def test_ray_metrics_port_is_the_first_gpu_source(cluster: SlurmCluster, tmp_pat
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        spec = RunSpec(framework="demo", runs_dir=str(tmp_path), launcher="slurm", slurm=SlurmOptions(nodes=2),
-                       extra={"slurm_gpu_interval_s": 1.0, "slurm_ray_metrics_port": server.server_address[1]})
-        run_dir = start_run(spec, plan={"steps": [step("work", "import time; time.sleep(4)", kind="check",
-                                                       cwd=str(tmp_path))]})
+        spec = RunSpec(
+            framework="demo",
+            runs_dir=str(tmp_path),
+            launcher="slurm",
+            slurm=SlurmOptions(nodes=2),
+            extra={"slurm_gpu_interval_s": 1.0, "slurm_ray_metrics_port": server.server_address[1]},
+        )
+        run_dir = start_run(
+            spec,
+            plan={"steps": [step("work", "import time; time.sleep(4)", kind="check", cwd=str(tmp_path))]},
+        )
         final = wait_finished(run_dir, timeout=90)
     finally:
         server.shutdown()
@@ -158,11 +178,20 @@ def test_hostlists_expand_through_scontrol_and_the_parser_alike(cluster: SlurmCl
 def test_node_dying_while_srun_launches_a_step_is_blocked(cluster: SlurmCluster, tmp_path: Path) -> None:
     """slurmd of the node dies while step 1 runs (its slurmstepd lives on); step 2's srun cannot
     launch: srun exits 233 with "Task launch ... failed" -> Blocked, node_failure, not Fail."""
-    spec = RunSpec(framework="demo", runs_dir=str(tmp_path), launcher="slurm",
-                   extra={"slurm_gpu_sampling": False})
-    plan = {"steps": [step("first", "import time; print('first running', flush=True); time.sleep(3)",
-                           kind="check", cwd=str(tmp_path)),
-                      step("second", "print('second ran')", kind="check", cwd=str(tmp_path))]}
+    spec = RunSpec(
+        framework="demo", runs_dir=str(tmp_path), launcher="slurm", extra={"slurm_gpu_sampling": False}
+    )
+    plan = {
+        "steps": [
+            step(
+                "first",
+                "import time; print('first running', flush=True); time.sleep(3)",
+                kind="check",
+                cwd=str(tmp_path),
+            ),
+            step("second", "print('second ran')", kind="check", cwd=str(tmp_path)),
+        ]
+    }
     run_dir = start_run(spec, plan=plan)
     log1 = run_dir / "logs" / "01-first.log"
     wait_for(lambda: log1.exists() and "first running" in log1.read_text(), timeout=60, what="step 1 output")
@@ -180,8 +209,10 @@ def test_node_dying_while_srun_launches_a_step_is_blocked(cluster: SlurmCluster,
         assert tri["slurm"]["state"] == final["slurm_state"] and tri["primary"]["step"] == "second"
         report = render_json(run_dir)  # the recorded verdict: report and console say the same
         assert report["result"] == "Blocked" and report["primary"]["class"] == "node_failure"
-        print(f"\njob state {final['slurm_state']}, step 2 exit {final['steps'][1]['exit_code']}, "
-              f"primary {tri['primary']['rule']}: {tri['primary']['evidence']}")
+        print(
+            f"\njob state {final['slurm_state']}, step 2 exit {final['steps'][1]['exit_code']}, "
+            f"primary {tri['primary']['rule']}: {tri['primary']['evidence']}"
+        )
     finally:
         cluster.stop_job_leftovers()
         cluster.start_slurmd(only=node)

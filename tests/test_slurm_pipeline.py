@@ -46,35 +46,54 @@ def picture(run_dir: Path) -> dict[str, Any]:
     state = read_state(run_dir)
     tri = _triage(run_dir)
     primary = tri.get("primary") or {}
-    progress_events = [(e.step, e.data.get("step"), e.data.get("total")) for e in _events(run_dir, "progress")]
+    progress_events = [
+        (e.step, e.data.get("step"), e.data.get("total")) for e in _events(run_dir, "progress")
+    ]
     return {
         "verdict": state["verdict"],
         "triage_verdict": tri["verdict"],
         "primary": (primary.get("class"), primary.get("verdict"), primary.get("step"), primary.get("line")),
         "progress": tri.get("progress"),
-        "findings": sorted((f.get("class"), f.get("verdict"), f.get("line"), f.get("file"))
-                           for f in tri.get("findings") or []),
-        "finding_events": sorted((e.step, e.data.get("class"), e.data.get("line"))
-                                 for e in _events(run_dir, "finding")),
+        "findings": sorted(
+            (f.get("class"), f.get("verdict"), f.get("line"), f.get("file"))
+            for f in tri.get("findings") or []
+        ),
+        "finding_events": sorted(
+            (e.step, e.data.get("class"), e.data.get("line")) for e in _events(run_dir, "finding")
+        ),
         "progress_events": sorted(set(progress_events), key=str),
-        "metric_events": sorted((e.step, e.data.get("step"), tuple(sorted(e.data.get("values") or {})))
-                                for e in _events(run_dir, "metrics")),
+        "metric_events": sorted(
+            (e.step, e.data.get("step"), tuple(sorted(e.data.get("values") or {})))
+            for e in _events(run_dir, "metrics")
+        ),
         "deliverables": [(d["name"], d["status"]) for d in tri.get("deliverables") or []],
         "steps": [(s["name"], s["status"], s["exit_code"]) for s in state["steps"]],
     }
 
 
 def _run_cli(runs: Path, launcher: str, *variant: str) -> tuple[Path, int, str]:
-    proc = cli("run", "--framework", "demo", *variant, "--launcher", launcher, "--headless", "--no-doctor",
-               "--runs-dir", str(runs), timeout=200)
+    proc = cli(
+        "run",
+        "--framework",
+        "demo",
+        *variant,
+        "--launcher",
+        launcher,
+        "--headless",
+        "--no-doctor",
+        "--runs-dir",
+        str(runs),
+        timeout=200,
+    )
     run_dirs = sorted(p for p in runs.iterdir() if (p / "state.json").exists())
     assert len(run_dirs) == 1, proc.stderr
     return run_dirs[0], proc.returncode, proc.stdout
 
 
 @pytest.mark.parametrize("variant", [[], ["--variant", "nan"]], ids=["demo", "nan"])
-def test_demo_gives_the_same_picture_through_slurm_and_locally(cluster: SlurmCluster, tmp_path: Path,
-                                                                variant: list[str]) -> None:
+def test_demo_gives_the_same_picture_through_slurm_and_locally(
+    cluster: SlurmCluster, tmp_path: Path, variant: list[str]
+) -> None:
     local_dir, local_rc, local_out = _run_cli(tmp_path / "local", "local", *variant)
     slurm_dir, slurm_rc, slurm_out = _run_cli(tmp_path / "slurm", "slurm", *variant)
     state = read_state(slurm_dir)
@@ -98,8 +117,14 @@ def test_replayed_nemo_rl_log_gives_the_same_picture(cluster: SlurmCluster, tmp_
     """A recorded NeMo-RL log replayed as a live run (the emitter exits 0 however the log ends)."""
     pictures = []
     for launcher in ("local", "slurm"):
-        spec = RunSpec(framework="nemo-rl", levels=[0], variants=["replay"], runs_dir=str(tmp_path / launcher),
-                       launcher=launcher, extra={"slurm_gpu_sampling": False})
+        spec = RunSpec(
+            framework="nemo-rl",
+            levels=[0],
+            variants=["replay"],
+            runs_dir=str(tmp_path / launcher),
+            launcher=launcher,
+            extra={"slurm_gpu_sampling": False},
+        )
         run_dir = start_run(spec, plan=replay_plan(FIXTURES / log, 20.0, "nemo-rl"))
         wait_finished(run_dir, timeout=120)
         pictures.append(picture(run_dir))
@@ -108,19 +133,24 @@ def test_replayed_nemo_rl_log_gives_the_same_picture(cluster: SlurmCluster, tmp_
     if log == "nan_loss.log":
         assert local["verdict"] == "Fail" and local["primary"][0] == "metric_failure"
     elif log == "nemo_pass.log":  # the run passes; the replay writes no metrics.json (capture: Fail)
-        assert local["primary"][0] is None and ("NeMo-RL Megatron policy run", "Pass") in local["deliverables"]
+        assert (
+            local["primary"][0] is None and ("NeMo-RL Megatron policy run", "Pass") in local["deliverables"]
+        )
     else:  # exit 0 before the last step: not a Pass on either launcher (was Pass through Slurm before)
         assert local["verdict"] != "Pass"
 
 
 def test_progress_events_flow_while_the_job_runs(cluster: SlurmCluster, tmp_path: Path) -> None:
     """events.jsonl grows with progress while the job is RUNNING, long before it ends."""
-    train = ("import time\n"
-             "for i in range(1, 9):\n"
-             "    print('=' * 20, f'Step {i}/8', '=' * 20, flush=True)\n"
-             "    time.sleep(1.0)\n")
-    spec = RunSpec(framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm",
-                   extra={"slurm_gpu_sampling": False})
+    train = (
+        "import time\n"
+        "for i in range(1, 9):\n"
+        "    print('=' * 20, f'Step {i}/8', '=' * 20, flush=True)\n"
+        "    time.sleep(1.0)\n"
+    )
+    spec = RunSpec(
+        framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm", extra={"slurm_gpu_sampling": False}
+    )
     t0 = time.time()
     run_dir = start_run(spec, plan={"steps": [step("train", train, kind="train", cwd=str(tmp_path))]})
     job_id = read_state(run_dir)["slurm_job_id"]
@@ -143,16 +173,24 @@ def test_progress_events_flow_while_the_job_runs(cluster: SlurmCluster, tmp_path
     assert progress[-1].t - progress[0].t >= 5.0
     submitted = json.loads((run_dir / "slurm" / "submission.json").read_text())["submitted"]
     latency = progress[0].t - submitted
-    print(f"\nslurm job {job_id}: sbatch -> first progress event {latency:.2f}s; "
-          f"start_run -> first progress {progress[0].t - t0:.2f}s; "
-          f"progress events seen growing while RUNNING: {sorted({n for _, n, _ in seen})}")
+    print(
+        f"\nslurm job {job_id}: sbatch -> first progress event {latency:.2f}s; "
+        f"start_run -> first progress {progress[0].t - t0:.2f}s; "
+        f"progress events seen growing while RUNNING: {sorted({n for _, n, _ in seen})}"
+    )
 
 
 def test_the_follower_finds_a_hang(cluster: SlurmCluster, tmp_path: Path) -> None:
-    stuck = ("import time; print('=' * 25, 'Step 1/5', '=' * 25, flush=True); "
-             "print('▶ Generating responses for batch of size 8...', flush=True); time.sleep(300)")
-    spec = RunSpec(framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm",
-                   extra={"slurm_gpu_sampling": False, "hang_timeout_s": 3.0})
+    stuck = (
+        "import time; print('=' * 25, 'Step 1/5', '=' * 25, flush=True); "
+        "print('▶ Generating responses for batch of size 8...', flush=True); time.sleep(300)"
+    )
+    spec = RunSpec(
+        framework="nemo-rl",
+        runs_dir=str(tmp_path),
+        launcher="slurm",
+        extra={"slurm_gpu_sampling": False, "hang_timeout_s": 3.0},
+    )
     run_dir = start_run(spec, plan={"steps": [step("train", stuck, kind="train", cwd=str(tmp_path))]})
     try:
         wait_for(lambda: bool(_events(run_dir, "hang")), timeout=60, what="a hang event from the follower")
@@ -169,9 +207,13 @@ def test_the_follower_finds_a_hang(cluster: SlurmCluster, tmp_path: Path) -> Non
 
 def test_the_hang_is_the_primary_when_the_job_times_out(cluster: SlurmCluster, tmp_path: Path) -> None:
     """TIMEOUT is the job state's news; the hang found in the log is the cause triage names."""
-    stuck = ("import time; print('=' * 25, 'Step 1/5', '=' * 25, flush=True); time.sleep(300)")
-    spec = RunSpec(framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm",
-                   extra={"slurm_gpu_sampling": False, "hang_timeout_s": 2.0})
+    stuck = "import time; print('=' * 25, 'Step 1/5', '=' * 25, flush=True); time.sleep(300)"
+    spec = RunSpec(
+        framework="nemo-rl",
+        runs_dir=str(tmp_path),
+        launcher="slurm",
+        extra={"slurm_gpu_sampling": False, "hang_timeout_s": 2.0},
+    )
     spec.slurm.time = "1"  # one minute: the shortest limit Slurm takes
     run_dir = start_run(spec, plan={"steps": [step("train", stuck, kind="train", cwd=str(tmp_path))]})
     final = wait_finished(run_dir, timeout=200)
@@ -187,12 +229,15 @@ def test_a_restarted_follower_does_not_repeat_events(cluster: SlurmCluster, tmp_
 
     from console.runs.slurm import backend
 
-    train = ("import time\n"
-             "for i in range(1, 7):\n"
-             "    print('=' * 20, f'Step {i}/6', '=' * 20, flush=True)\n"
-             "    time.sleep(1.0)\n")
-    spec = RunSpec(framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm",
-                   extra={"slurm_gpu_sampling": False})
+    train = (
+        "import time\n"
+        "for i in range(1, 7):\n"
+        "    print('=' * 20, f'Step {i}/6', '=' * 20, flush=True)\n"
+        "    time.sleep(1.0)\n"
+    )
+    spec = RunSpec(
+        framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm", extra={"slurm_gpu_sampling": False}
+    )
     run_dir = start_run(spec, plan={"steps": [step("train", train, kind="train", cwd=str(tmp_path))]})
     wait_for(lambda: len(_events(run_dir, "progress")) >= 2, timeout=60, what="two progress events")
     # not in the instant between publishing a batch of events and saving the cursor (a kill there
@@ -205,4 +250,3 @@ def test_a_restarted_follower_does_not_repeat_events(cluster: SlurmCluster, tmp_
     assert final["verdict"] == "Pass"
     steps = [e.data["step"] for e in _events(run_dir, "progress")]
     assert steps == list(range(1, 7)), steps
-

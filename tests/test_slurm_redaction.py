@@ -23,11 +23,13 @@ from console.spec import RunSpec, SlurmOptions
 
 ENV_SECRET = "planted-env-secret-5a7c1e93"  # not token-shaped: only the literal value can mask it
 ARGV_SECRET = "planted-argv-secret-9d2b4f61"
-PRINT = ("import os, sys\n"
-         "print('env token is', os.environ['HF_TOKEN'], flush=True)\n"
-         "print('argv token is', sys.argv[2], file=sys.stderr, flush=True)\n"
-         "print('partial ' + os.environ['HF_TOKEN'], end='', flush=True)\n"
-         "sys.exit(3)\n")
+PRINT = (
+    "import os, sys\n"
+    "print('env token is', os.environ['HF_TOKEN'], flush=True)\n"
+    "print('argv token is', sys.argv[2], file=sys.stderr, flush=True)\n"
+    "print('partial ' + os.environ['HF_TOKEN'], end='', flush=True)\n"
+    "sys.exit(3)\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +40,16 @@ def cluster() -> Iterator[SlurmCluster]:
 
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HF_TOKEN", ENV_SECRET)  # the submitting shell's; sbatch passes it to the job
-    spec = RunSpec(framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm",
-                   extra={"slurm_gpu_sampling": False})
-    step = {"name": "leak", "argv": [sys.executable, "-u", "-c", PRINT, "--hf-token", ARGV_SECRET],
-            "env": {}, "cwd": str(tmp_path), "kind": "train"}
+    spec = RunSpec(
+        framework="nemo-rl", runs_dir=str(tmp_path), launcher="slurm", extra={"slurm_gpu_sampling": False}
+    )
+    step = {
+        "name": "leak",
+        "argv": [sys.executable, "-u", "-c", PRINT, "--hf-token", ARGV_SECRET],
+        "env": {},
+        "cwd": str(tmp_path),
+        "kind": "train",
+    }
     run_dir = start_run(spec, plan={"steps": [step]})
     final = wait_finished(run_dir, timeout=120)
     write_report(run_dir)
@@ -61,8 +69,9 @@ def _no_secret_anywhere(run_dir: Path) -> list[str]:
 
 @pytest.mark.slurm
 @pytest.mark.timeout(180)
-def test_step_output_is_redacted_on_its_way_to_the_log(cluster: SlurmCluster, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_step_output_is_redacted_on_its_way_to_the_log(
+    cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = _run(tmp_path, monkeypatch)
     assert _no_secret_anywhere(run_dir) == ["env token is ***", "argv token is ***", "partial ***"]
     srun_log = (run_dir / "logs" / "01-leak.srun.log").read_text()
@@ -72,7 +81,8 @@ def test_step_output_is_redacted_on_its_way_to_the_log(cluster: SlurmCluster, tm
 @pytest.mark.slurm
 @pytest.mark.timeout(180)
 def test_fallback_filter_when_the_console_interpreter_is_not_on_the_node(
-        cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(script, "FILTER_PYTHON", "/nonexistent/rl-console/python")
     run_dir = _run(tmp_path, monkeypatch)
     assert _no_secret_anywhere(run_dir) == ["env token is ***", "argv token is ***", "partial ***"]
@@ -83,20 +93,34 @@ def test_fallback_filter_when_the_console_interpreter_is_not_on_the_node(
 
 
 @pytest.mark.parametrize("python", [None, "/nonexistent/rl-console/python"], ids=["console", "python3"])
-def test_ray_sub_driver_steps_are_redacted_too(tmp_path: Path, python: str | None,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_sub_driver_steps_are_redacted_too(
+    tmp_path: Path, python: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """ray.sub mode runs steps without srun (inside the head container): the same filter, run here
     with bash as ray.sub's COMMAND would. No Slurm needed."""
     monkeypatch.setattr(script, "FILTER_PYTHON", python)
     repo = tmp_path / "nemo-rl"
     repo.mkdir()
     (repo / "ray.sub").write_text("#!/bin/bash\n")
-    spec = RunSpec(framework="nemo-rl", repo=str(repo), launcher="slurm", env={"HF_TOKEN": ENV_SECRET},
-                   slurm=SlurmOptions(nodes=2, container="img"))
+    spec = RunSpec(
+        framework="nemo-rl",
+        repo=str(repo),
+        launcher="slurm",
+        env={"HF_TOKEN": ENV_SECRET},
+        slurm=SlurmOptions(nodes=2, container="img"),
+    )
     run_dir = tmp_path / "run"
-    plan = {"steps": [{"name": "leak", "argv": [sys.executable, "-u", "-c", PRINT, "--hf-token", ARGV_SECRET],
-                       "env": {}, "cwd": str(tmp_path)},
-                      {"name": "never", "argv": ["true"], "env": {}}]}
+    plan = {
+        "steps": [
+            {
+                "name": "leak",
+                "argv": [sys.executable, "-u", "-c", PRINT, "--hf-token", ARGV_SECRET],
+                "env": {},
+                "cwd": str(tmp_path),
+            },
+            {"name": "never", "argv": ["true"], "env": {}},
+        ]
+    }
     sub = script.render(run_dir, plan, spec)
     assert sub.mode == "ray.sub" and ENV_SECRET not in sub.script_text and ARGV_SECRET not in sub.script_text
     (run_dir / "slurm").mkdir(parents=True)

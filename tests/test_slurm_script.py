@@ -24,14 +24,25 @@ def test_parsers_read_real_slurm_output_shapes() -> None:
         scheduler.parse_sbatch_parsable("sbatch: error: nope\n")
     rec = scheduler.parse_squeue("77|PENDING|PartitionTimeLimit||2\n")
     assert rec is not None and (rec.state, rec.reason, rec.nodes, rec.num_nodes) == (
-        "PENDING", "PartitionTimeLimit", [], 2)
+        "PENDING",
+        "PartitionTimeLimit",
+        [],
+        2,
+    )
     rec = scheduler.parse_squeue("78|RUNNING|None|gpu[01-02,7]|3\n")
     assert rec is not None and rec.reason is None and rec.nodes == ["gpu01", "gpu02", "gpu7"]
-    kv = ("JobId=9 JobName=x JobState=NODE_FAIL Reason=NodeDown Dependency=(null) Restarts=0 "
-          "ExitCode=0:9 NodeList=vm NumNodes=1 Command=/a b/c.sh WorkDir=/w")
+    kv = (
+        "JobId=9 JobName=x JobState=NODE_FAIL Reason=NodeDown Dependency=(null) Restarts=0 "
+        "ExitCode=0:9 NodeList=vm NumNodes=1 Command=/a b/c.sh WorkDir=/w"
+    )
     rec = scheduler.parse_scontrol_job(kv)
     assert rec is not None and (rec.state, rec.reason, rec.exit_code, rec.signal, rec.nodes) == (
-        "NODE_FAIL", "NodeDown", 0, 9, ["vm"])
+        "NODE_FAIL",
+        "NodeDown",
+        0,
+        9,
+        ["vm"],
+    )
     assert scheduler.parse_scontrol_kv(kv)["Command"] == "/a b/c.sh"
     out = "12|FAILED|7:0|None|n1|1\n12|CANCELLED by 0|0:15|None|n2|1\n12.batch|CANCELLED|0:15||n2|1\n"
     rec = scheduler.parse_sacct(out, "12")
@@ -56,25 +67,39 @@ def test_gpu_sample_parsers() -> None:
     by_node = gpu.parse_srun_label_output(out, ["n1", "n2"])
     assert [d["uuid"] for d in by_node["n1"]] == ["GPU-a", "GPU-b"]
     assert by_node["n2"][0]["mem_total"] == 80 * 2**20
-    prom = ('# HELP ray_node_gram_used x\n'
-            'ray_node_gram_used{GpuDeviceName="NVIDIA H100",GpuIndex="0",ip="10.0.0.5"} 40960.0\n'
-            'ray_node_gram_available{GpuDeviceName="NVIDIA H100",GpuIndex="0",ip="10.0.0.5"} 40960.0\n'
-            'ray_node_gpus_utilization{GpuDeviceName="NVIDIA H100",GpuIndex="0",ip="10.0.0.5"} 93.0\n'
-            'ray_node_mem_used{ip="10.0.0.5"} 1.0\n')
+    prom = (
+        "# HELP ray_node_gram_used x\n"
+        'ray_node_gram_used{GpuDeviceName="NVIDIA H100",GpuIndex="0",ip="10.0.0.5"} 40960.0\n'
+        'ray_node_gram_available{GpuDeviceName="NVIDIA H100",GpuIndex="0",ip="10.0.0.5"} 40960.0\n'
+        'ray_node_gpus_utilization{GpuDeviceName="NVIDIA H100",GpuIndex="0",ip="10.0.0.5"} 93.0\n'
+        'ray_node_mem_used{ip="10.0.0.5"} 1.0\n'
+    )
     devs = gpu.parse_ray_prometheus(prom)["10.0.0.5"]
-    assert devs == [{"index": 0, "name": "NVIDIA H100", "uuid": None, "mem_used": 40 * 2**30,
-                     "mem_total": 80 * 2**30, "util": 93.0, "procs": []}]
+    assert devs == [
+        {
+            "index": 0,
+            "name": "NVIDIA H100",
+            "uuid": None,
+            "mem_used": 40 * 2**30,
+            "mem_total": 80 * 2**30,
+            "util": 93.0,
+            "procs": [],
+        }
+    ]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40),
-       st.sampled_from(["", "/r/run", "x/r/run", "/r/run/", "/r/runx"]))
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40),
+    st.sampled_from(["", "/r/run", "x/r/run", "/r/run/", "/r/runx"]),
+)
 def test_generic_word_is_one_safe_shell_word(tail: str, head: str) -> None:
     text = head + tail
     roots = {"RUN_DIR": "/r/run", "BRIDGE_REPO": "/b"}
     word = generic_word(text, roots)
-    out = subprocess.run(["bash", "-c", f"RUN_DIR=/r/run BRIDGE_REPO=/b; printf %s {word}"],
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["bash", "-c", f"RUN_DIR=/r/run BRIDGE_REPO=/b; printf %s {word}"], capture_output=True, check=True
+    ).stdout
     assert out.decode("utf-8") == text
 
 
@@ -82,17 +107,32 @@ def _spec(tmp_path: Path, **kw: object) -> RunSpec:
     repo = tmp_path / "nemo-rl"
     repo.mkdir(exist_ok=True)
     (repo / "ray.sub").write_text("#!/bin/bash\n")
-    return RunSpec(framework="nemo-rl", repo=str(repo), bridge_repo=str(tmp_path / "bridge"),
-                   launcher="slurm", slurm=SlurmOptions(**kw))  # type: ignore[arg-type]
+    return RunSpec(
+        framework="nemo-rl",
+        repo=str(repo),
+        bridge_repo=str(tmp_path / "bridge"),
+        launcher="slurm",
+        slurm=SlurmOptions(**kw),
+    )  # type: ignore[arg-type]
 
 
-PLAN = {"steps": [{"name": "l0-grpo", "argv": ["uv", "run", "bash", "tests/functional/grpo_megatron.sh"],
-                   "env": {"PYTHONPATH": "BRIDGE/src"}, "cwd": "REPO", "gpus": 8}]}
+PLAN = {
+    "steps": [
+        {
+            "name": "l0-grpo",
+            "argv": ["uv", "run", "bash", "tests/functional/grpo_megatron.sh"],
+            "env": {"PYTHONPATH": "BRIDGE/src"},
+            "cwd": "REPO",
+            "gpus": 8,
+        }
+    ]
+}
 
 
 def test_ray_sub_mode_for_multi_node_nemo_rl(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, nodes=2, container="nvcr.io/nemo-rl:x", account="acct", partition="batch",
-                 time="4:00:00")
+    spec = _spec(
+        tmp_path, nodes=2, container="nvcr.io/nemo-rl:x", account="acct", partition="batch", time="4:00:00"
+    )
     assert choose_mode(spec) == "ray.sub"
     sub = render(tmp_path / "run", PLAN, spec)
     assert sub.mode == "ray.sub" and sub.cwd == spec.repo
@@ -101,7 +141,10 @@ def test_ray_sub_mode_for_multi_node_nemo_rl(tmp_path: Path) -> None:
     assert "--account=acct" in sub.sbatch_args and "--time=4:00:00" in sub.sbatch_args
     assert sub.env["CONTAINER"] == "nvcr.io/nemo-rl:x"
     assert sub.env["BASE_LOG_DIR"] == str((tmp_path / "run").resolve())
-    assert shlex.split(sub.env["COMMAND"]) == ["bash", str((tmp_path / "run").resolve() / "slurm" / "driver.sh")]
+    assert shlex.split(sub.env["COMMAND"]) == [
+        "bash",
+        str((tmp_path / "run").resolve() / "slurm" / "driver.sh"),
+    ]
     assert f"{(tmp_path / 'run').resolve()}:" in sub.env["MOUNTS"]
     assert "srun" not in sub.script_text.split("step_start 1", 1)[1]
     # without a container ray.sub cannot run: srun mode, and a one-node run stays srun

@@ -24,17 +24,20 @@ from console.runs.state import initial_state, read_state, update_state, write_st
 # ---- hostlists ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "names"), [
-    ("rack[1-2]-node[01-02]", ["rack1-node01", "rack1-node02", "rack2-node01", "rack2-node02"]),
-    ("a[1,3-5],b7", ["a1", "a3", "a4", "a5", "b7"]),
-    ("gpu[08-11]", ["gpu08", "gpu09", "gpu10", "gpu11"]),
-    ("n[098-101]", ["n098", "n099", "n100", "n101"]),
-    ("n[1-3,10]", ["n1", "n2", "n3", "n10"]),
-    ("login,gpu[1-2],x[0-1]y[7]", ["login", "gpu1", "gpu2", "x0y7", "x1y7"]),
-    ("single", ["single"]),
-    ("", []),
-    ("(null)", []),
-])
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("rack[1-2]-node[01-02]", ["rack1-node01", "rack1-node02", "rack2-node01", "rack2-node02"]),
+        ("a[1,3-5],b7", ["a1", "a3", "a4", "a5", "b7"]),
+        ("gpu[08-11]", ["gpu08", "gpu09", "gpu10", "gpu11"]),
+        ("n[098-101]", ["n098", "n099", "n100", "n101"]),
+        ("n[1-3,10]", ["n1", "n2", "n3", "n10"]),
+        ("login,gpu[1-2],x[0-1]y[7]", ["login", "gpu1", "gpu2", "x0y7", "x1y7"]),
+        ("single", ["single"]),
+        ("", []),
+        ("(null)", []),
+    ],
+)
 def test_hostlist_parser_expands_nested_and_padded_forms(text: str, names: list[str]) -> None:
     assert hostlist.parse(text) == names
 
@@ -46,7 +49,9 @@ def test_hostlist_parser_rejects_malformed_lists(bad: str) -> None:
 
 
 def test_expand_without_scontrol_uses_the_parser() -> None:
-    assert hostlist.expand("rack[1-2]-node[01-02]", use_scontrol=False) == hostlist.parse("rack[1-2]-node[01-02]")
+    assert hostlist.expand("rack[1-2]-node[01-02]", use_scontrol=False) == hostlist.parse(
+        "rack[1-2]-node[01-02]"
+    )
     assert hostlist.expand("n[1-", use_scontrol=False) == ["n[1-"]  # malformed: kept, not crashed on
 
 
@@ -67,8 +72,9 @@ def no_flock(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("code", [errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP])
-def test_lock_falls_back_to_an_exclusive_file_on_each_errno(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            code: int) -> None:
+def test_lock_falls_back_to_an_exclusive_file_on_each_errno(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
     def failing(fd: int, op: int) -> None:
         raise OSError(code, os.strerror(code))
 
@@ -124,8 +130,9 @@ def test_expired_fallback_lock_is_taken_over_and_a_fresh_one_is_not(tmp_path: Pa
 def test_lock_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path: Path, no_flock: list) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
-    (tmp_path / ".lock.excl").write_text(json.dumps({"host": lockfile._host(), "pid": dead.pid,
-                                                    "expires": time.time() + 3600, "token": "z"}))
+    (tmp_path / ".lock.excl").write_text(
+        json.dumps({"host": lockfile._host(), "pid": dead.pid, "expires": time.time() + 3600, "token": "z"})
+    )
     t0 = time.monotonic()
     with lockfile.exclusive(tmp_path / ".lock") as lock:
         assert lock.mode == "excl"
@@ -192,12 +199,15 @@ def test_probe_quotes_the_query() -> None:
 # ---- srun launch failures (catalog data) -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("line", [
-    "srun: error: Task launch for StepId=1.1 failed on node vm: Communication connection failure",
-    "srun: error: Application launch failed: Communication connection failure",
-    "srun: error: Unable to create step for job 42: Requested nodes are busy",
-    "srun: error: Node failure on gpu017",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "srun: error: Task launch for StepId=1.1 failed on node vm: Communication connection failure",
+        "srun: error: Application launch failed: Communication connection failure",
+        "srun: error: Unable to create step for job 42: Requested nodes are busy",
+        "srun: error: Node failure on gpu017",
+    ],
+)
 def test_srun_launch_failure_lines_are_recognised(line: str) -> None:
     lf = states.launch_failure()
     hit = lf.first_match(["step output", "srun: Job step aborted", line])
@@ -207,11 +217,14 @@ def test_srun_launch_failure_lines_are_recognised(line: str) -> None:
     assert info and info["verdict"] == "Blocked"
 
 
-@pytest.mark.parametrize("line", [
-    "srun: error: vm: task 0: Exited with exit code 1",
-    "error: Task launch for StepId=1.1 failed on node vm",  # the program's own text, not srun's
-    "RuntimeError: Application launch failed",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "srun: error: vm: task 0: Exited with exit code 1",
+        "error: Task launch for StepId=1.1 failed on node vm",  # the program's own text, not srun's
+        "RuntimeError: Application launch failed",
+    ],
+)
 def test_other_srun_and_program_lines_are_not_launch_failures(line: str) -> None:
     assert states.launch_failure().first_match([line]) is None
 

@@ -15,14 +15,20 @@ FIXTURES = Path(__file__).parent / "fixtures" / "triage"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "console", "triage", *args], capture_output=True, text=True,
-                          timeout=30)
+    return subprocess.run(
+        [sys.executable, "-m", "console", "triage", *args], capture_output=True, text=True, timeout=30
+    )
 
 
-@pytest.mark.parametrize(("name", "code", "verdict"), [
-    ("nemo_pass", 0, "Pass"), ("cuda_oom", 1, "Fail"), ("rocr_verl_guard", 3, "Blocked"),
-    ("incomplete", 1, "Incomplete"),
-])
+@pytest.mark.parametrize(
+    ("name", "code", "verdict"),
+    [
+        ("nemo_pass", 0, "Pass"),
+        ("cuda_oom", 1, "Fail"),
+        ("rocr_verl_guard", 3, "Blocked"),
+        ("incomplete", 1, "Incomplete"),
+    ],
+)
 def test_json_and_exit_codes(name: str, code: int, verdict: str) -> None:
     p = run("--json", str(FIXTURES / f"{name}.log"))
     assert p.returncode == code, p.stderr
@@ -46,8 +52,14 @@ def test_unreadable_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_human_output_and_light_imports() -> None:
     p = run(str(FIXTURES / "hf_429.log"))
     assert p.returncode == 3 and "Verdict: Blocked" in p.stdout and "HF_HUB_OFFLINE=1" in p.stdout
-    code = ("import sys, console.cli as c; c.main(['triage','--json',sys.argv[1]]); "
-            "print(sorted(m for m in ('torch','ray','textual','tensorboard') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code, str(FIXTURES / "nemo_pass.log")], capture_output=True,
-                         text=True, timeout=30).stdout
+    code = (
+        "import sys, console.cli as c; c.main(['triage','--json',sys.argv[1]]); "
+        "print(sorted(m for m in ('torch','ray','textual','tensorboard') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / "nemo_pass.log")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     assert out.strip().endswith("[]")

@@ -22,7 +22,9 @@ def test_triage_corpus_scores() -> None:
     if not EVAL.exists():
         pytest.skip(f"no triage-eval at {EVAL}")
     cmd = shlex.join([sys.executable, "-m", "console", "triage", "--json"])
-    proc = subprocess.run([sys.executable, str(EVAL), "--cmd", cmd], capture_output=True, text=True, timeout=280)
+    proc = subprocess.run(
+        [sys.executable, str(EVAL), "--cmd", cmd], capture_output=True, text=True, timeout=280
+    )
     last = proc.stdout.strip().splitlines()[-1]
     m = re.search(r"(\d+) cases, verdict ([\d.]+)%, class ([\d.]+)%, false_pass (\d+)", last)
     assert m, proc.stdout + proc.stderr

@@ -49,18 +49,25 @@ def _cases() -> list[dict]:
 def floors() -> dict[str, dict[str, float]]:
     """``{"cases-a.tuning": {"verdict": 88.8, "class": 87.4}, ...}`` from tests/corpus/floors.toml."""
     data = tomllib.loads(FLOORS.read_text()) if FLOORS.is_file() else {}
-    return {f"{stem}.{split}": {k: float(v) for k, v in vals.items()}
-            for stem, splits in data.get("floor", {}).items() for split, vals in splits.items()}
+    return {
+        f"{stem}.{split}": {k: float(v) for k, v in vals.items()}
+        for stem, splits in data.get("floor", {}).items()
+        for split, vals in splits.items()
+    }
 
 
 def target_table(scores: list[Score], floor: dict[str, dict[str, float]]) -> str:
-    rows = [f"{'corpus.split':<22} {'cases':>5} {'verdict%':>8} {'floor':>6} {'target':>6} "
-            f"{'class%':>7} {'floor':>6} {'target':>6} {'falsePass':>9}"]
+    rows = [
+        f"{'corpus.split':<22} {'cases':>5} {'verdict%':>8} {'floor':>6} {'target':>6} "
+        f"{'class%':>7} {'floor':>6} {'target':>6} {'falsePass':>9}"
+    ]
     for s in scores:
         fl = floor.get(s.name, {})
-        rows.append(f"{s.name:<22} {s.n:>5} {s.verdict_pct:>8.1f} {fl.get('verdict', float('nan')):>6.1f} "
-                    f"{VERDICT_TARGET:>6.1f} {s.class_pct:>7.1f} {fl.get('class', float('nan')):>6.1f} "
-                    f"{CLASS_TARGET:>6.1f} {s.false_pass:>9}")
+        rows.append(
+            f"{s.name:<22} {s.n:>5} {s.verdict_pct:>8.1f} {fl.get('verdict', float('nan')):>6.1f} "
+            f"{VERDICT_TARGET:>6.1f} {s.class_pct:>7.1f} {fl.get('class', float('nan')):>6.1f} "
+            f"{CLASS_TARGET:>6.1f} {s.false_pass:>9}"
+        )
     return "\n".join(rows)
 
 
@@ -151,6 +158,9 @@ def test_no_rule_fits_a_single_case(tmp_path: Path) -> None:
     hits = rule_documents(tmp_path)
     ids = [r.id for r in cat.rules] + [r.id for r in cat.frame_rules] + [e.id for e in cat.exceptions]
     ids += [f"component:{c.id}" for c in cat.components]
-    single = {rid: sorted(hits[rid]) for rid in ids
-              if len(hits.get(rid, ())) == 1 and not next(iter(hits[rid])).startswith("fixture:")}
+    single = {
+        rid: sorted(hits[rid])
+        for rid in ids
+        if len(hits.get(rid, ())) == 1 and not next(iter(hits[rid])).startswith("fixture:")
+    }
     assert not single, f"rules that fire in only one corpus case: {single}"

@@ -30,8 +30,10 @@ from console.triage.scan import feed_every_line, triage_files
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "triage"
-CORPORA = [*sorted((ROOT / "tests" / "corpus").glob("*.jsonl")),
-           ROOT.parent / "shared" / "triage-corpus" / "cases.jsonl"]
+CORPORA = [
+    *sorted((ROOT / "tests" / "corpus").glob("*.jsonl")),
+    ROOT.parent / "shared" / "triage-corpus" / "cases.jsonl",
+]
 
 
 def _rl_log_module() -> Any:
@@ -49,7 +51,9 @@ def _both(paths: list[Path], framework: str | None = None, exit_code: int | None
     return fast, ref
 
 
-def _scan_bytes(data: bytes, chunk_size: int, framework: str = "unknown") -> tuple[dict, dict, FastFileScanner]:
+def _scan_bytes(
+    data: bytes, chunk_size: int, framework: str = "unknown"
+) -> tuple[dict, dict, FastFileScanner]:
     """Fast scanner with a small chunk size (many chunk boundaries) vs every line, on the same bytes."""
     fast = TriageEngine(framework)
     scanner = FastFileScanner(fast, LineGate(fast))
@@ -61,6 +65,7 @@ def _scan_bytes(data: bytes, chunk_size: int, framework: str = "unknown") -> tup
 
 
 # ---------------------------------------------------------------------------------------- real logs
+
 
 def test_every_fixture_same_as_line_by_line() -> None:
     logs = sorted(FIXTURES.rglob("*.log"))
@@ -107,6 +112,7 @@ def test_fixtures_as_several_files_and_with_small_chunks(tmp_path: Path) -> None
 
 # ---------------------------------------------------------------------------------------- generated logs
 
+
 @pytest.mark.parametrize("failure", ["oom", "nccl", "import", "nan", "none"])
 @pytest.mark.parametrize("fail_at", [0.0, 0.5, 0.999])
 def test_rl_shaped_logs_same_as_line_by_line(tmp_path: Path, failure: str, fail_at: float) -> None:
@@ -130,7 +136,9 @@ def test_rl_log_with_giant_lines_cr_invalid_utf8_and_nul(tmp_path: Path) -> None
     rnd = random.Random(5)
     odd = [
         b"x" * 200_000 + b" CUDA out of memory at the end of a giant line\n",  # literal past the 64 KiB cap
-        b"Traceback (most recent call last):" + b"y" * 300_000 + b"\n",  # a giant line with a literal at its start
+        b"Traceback (most recent call last):"
+        + b"y" * 300_000
+        + b"\n",  # a giant line with a literal at its start
         b"\xff\xfe\xc3(bad utf-8) torch.OutOfMemoryError: CUDA out of memory\r\n",
         b"Err\x00or: a NUL inside a literal\n",
         b"\x1b[35mValueError\x1b[0m: \x1b[35mcoloured exception line\x1b[0m\n",
@@ -179,13 +187,33 @@ def test_framework_evidence_around_the_detection_window(tmp_path: Path) -> None:
 def _random_log(rnd: random.Random, n: int) -> bytes:
     """Lines assembled from fragments that matter to the engine, mixed with noise and damage."""
     cat = default_catalog()
-    lits = list(cat.literals()) + ["Traceback (most recent call last)", 'File "x.py", line 3, in f',
-                                             "ValueError: bad", "  raise X", "step:3 - a:1", "grad_norm: nan",
-                                             "reward: 0.9", "= Step 4/5 =", "x.py:12: in test", "[repeated 3x]"]
-    noise = ["(Worker pid=12) ", "\x1b[36m", "\x1b[0m", "\r", " ", "INFO 11-21 10:00:00 x.py:1] ", "\xe9", "█"]
+    lits = list(cat.literals()) + [
+        "Traceback (most recent call last)",
+        'File "x.py", line 3, in f',
+        "ValueError: bad",
+        "  raise X",
+        "step:3 - a:1",
+        "grad_norm: nan",
+        "reward: 0.9",
+        "= Step 4/5 =",
+        "x.py:12: in test",
+        "[repeated 3x]",
+    ]
+    noise = [
+        "(Worker pid=12) ",
+        "\x1b[36m",
+        "\x1b[0m",
+        "\r",
+        " ",
+        "INFO 11-21 10:00:00 x.py:1] ",
+        "\xe9",
+        "█",
+    ]
     out = []
     for _ in range(n):
-        parts = [rnd.choice(noise) if rnd.random() < 0.6 else rnd.choice(lits) for _ in range(rnd.randint(0, 4))]
+        parts = [
+            rnd.choice(noise) if rnd.random() < 0.6 else rnd.choice(lits) for _ in range(rnd.randint(0, 4))
+        ]
         line = "".join(parts).encode()
         if rnd.random() < 0.05:
             cut = rnd.randrange(len(line) + 1)
@@ -204,6 +232,7 @@ def test_random_logs_same_as_line_by_line(seed: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------- live path
+
 
 def test_live_gated_feed_publishes_the_same_findings() -> None:
     rl_log = _rl_log_module()
@@ -249,6 +278,7 @@ def test_marker_and_metric_only_lines_same_as_the_whole_feed() -> None:
 
 # ---------------------------------------------------------------------------------------- the pieces
 
+
 def _all_lines() -> list[str]:
     lines = [ln for p in sorted(FIXTURES.rglob("*.log")) for ln in p.read_text(errors="replace").splitlines()]
     lines += [ln for _, ex in _corpus_cases() for ln in ex.splitlines()]
@@ -273,15 +303,24 @@ def test_regex_factors_never_rule_out_a_match() -> None:
     assert matched > 100
 
 
-@pytest.mark.parametrize("pattern,yes,no", [
-    (r"(?i)stream is capturing|during (?:graph )?capture", ["DURING GRAPH CAPTURE", "Stream Is Capturing"],
-     ["capturing", "during x"]),
-    (r"NCCL (?:communicator )?(?:[Tt]imeout|timed out)", ["NCCL communicator Timeout", "NCCL timed out"],
-     ["NCCL  error"]),
-    (r"ab+c(?=d)|x{2,3}y", ["abbbcd", "xxy"], ["acd", "xy"]),
-    (r"(?i:sKip) me", ["SKIP me", "\u017fkip me", "s\u212aip me"], ["skip", "me"]),
-    (r"(?i)if", ["\u0130F", "\u0131f"], ["i f"]),
-])
+@pytest.mark.parametrize(
+    "pattern,yes,no",
+    [
+        (
+            r"(?i)stream is capturing|during (?:graph )?capture",
+            ["DURING GRAPH CAPTURE", "Stream Is Capturing"],
+            ["capturing", "during x"],
+        ),
+        (
+            r"NCCL (?:communicator )?(?:[Tt]imeout|timed out)",
+            ["NCCL communicator Timeout", "NCCL timed out"],
+            ["NCCL  error"],
+        ),
+        (r"ab+c(?=d)|x{2,3}y", ["abbbcd", "xxy"], ["acd", "xy"]),
+        (r"(?i:sKip) me", ["SKIP me", "\u017fkip me", "s\u212aip me"], ["skip", "me"]),
+        (r"(?i)if", ["\u0130F", "\u0131f"], ["i f"]),
+    ],
+)
 def test_regex_factors_cases(pattern: str, yes: list[str], no: list[str]) -> None:
     rx = re.compile(pattern)
     f = regexfactors.required(rx)

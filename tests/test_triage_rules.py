@@ -50,8 +50,10 @@ def test_exact_remedies() -> None:
     assert hf["env"] == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     assert hf["overrides"] == ["policy.model_name=<snapshot-path>", "policy.tokenizer.name=<snapshot-path>"]
     cg = cat.classes["cuda_graph_crash"].remedy["overrides"]
-    assert cg == ["policy.generation.mcore_generation_config.num_cuda_graphs=null",
-                  "policy.generation.mcore_generation_config.use_cuda_graphs_for_non_decode_steps=false"]
+    assert cg == [
+        "policy.generation.mcore_generation_config.num_cuda_graphs=null",
+        "policy.generation.mcore_generation_config.use_cuda_graphs_for_non_decode_steps=false",
+    ]
     assert "NRL_IGNORE_TP_ACCURACY_CHECK" in cat.classes["tp_accuracy_guard"].remedy["unset"]
     assert cat.classes["container_venv_mismatch"].remedy["env"] == {"NRL_FORCE_REBUILD_VENVS": "true"}
     nospace = cat.classes["no_space"]
@@ -113,7 +115,10 @@ def test_root_cause_is_first_causal_error() -> None:
 
 def test_cuda_graph_advice_keeps_both_logs_and_verl_remedy() -> None:
     res = triage_files([FIXTURES / "cuda_graph_megatron_ima.log"])
-    assert "reduced-optimization pass" in res["primary"]["advice"] and "keep both logs" in res["primary"]["advice"]
+    assert (
+        "reduced-optimization pass" in res["primary"]["advice"]
+        and "keep both logs" in res["primary"]["advice"]
+    )
     res = triage_files([FIXTURES / "cuda_graph_capture.log"])
     assert res["framework"] == "verl"
     assert res["primary"]["remedy"]["overrides"] == ["actor_rollout_ref.rollout.enforce_eager=True"]
@@ -153,8 +158,10 @@ def test_unreadable_and_multiple_files(tmp_path: Path) -> None:
 
 def test_secrets_redacted_in_evidence(tmp_path: Path) -> None:
     p = tmp_path / "s.log"
-    p.write_text("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz123456 huggingface_hub.errors.HfHubHTTPError: "
-                 "429 Client Error: Too Many Requests for url: https://huggingface.co/api/models/x\n")
+    p.write_text(
+        "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz123456 huggingface_hub.errors.HfHubHTTPError: "
+        "429 Client Error: Too Many Requests for url: https://huggingface.co/api/models/x\n"
+    )
     out = json.dumps(triage_files([p]))
     assert "hf_abcdefghijklmnopqrstuvwxyz" not in out and "429" in out
 
@@ -180,7 +187,13 @@ def test_pure_python_fallback_matches(monkeypatch: pytest.MonkeyPatch, tmp_path:
             raise ImportError(name)
         return real_import(name, *a, **k)
 
-    names = ("chained_cause_first", "rocr_verl_guard", "nemo_pass", "noise_del_traceback", "cuda_graph_frames")
+    names = (
+        "chained_cause_first",
+        "rocr_verl_guard",
+        "nemo_pass",
+        "noise_del_traceback",
+        "cuda_graph_frames",
+    )
     before = {n: triage_files([FIXTURES / f"{n}.log"]) for n in names}
     monkeypatch.setattr(builtins, "__import__", no_ac)
     assert engine_mod._line_automaton(["x"]) is None

@@ -51,6 +51,7 @@ def test_real_fixture(name: str) -> None:
 
 # --- fatal tier -------------------------------------------------------------------------------
 
+
 def test_fatal_tier_is_never_incomplete() -> None:
     # "exits with return code = -9" (DeepSpeed launcher), an uncaught traceback, a SIGSEGV
     for name in ("fatal_rc_minus9", "fatal_uncaught_exception", "fatal_sigsegv"):
@@ -65,7 +66,7 @@ def test_unknown_error_evidence_is_the_deepest_causal_exception(tmp_path: Path) 
     res = tri("extension_build_ninja")
     assert res["primary"]["class"] == "missing_dependency"  # the build line names the cause
     # without the build lines, nothing names it: the deepest exception (the ninja failure) is the evidence
-    body = text[text.index("Traceback"):]
+    body = text[text.index("Traceback") :]
     p = tmp_path / "x.log"
     p.write_text(body)
     res = triage_files([p])
@@ -75,8 +76,10 @@ def test_unknown_error_evidence_is_the_deepest_causal_exception(tmp_path: Path) 
 
 def test_hydra_error_executing_job_is_fatal(tmp_path: Path) -> None:
     p = tmp_path / "h.log"
-    p.write_text("[2026-08-01 10:00:00,000][HYDRA] Launching 1 jobs locally\nError executing job with overrides: "
-                 "['trainer.n_gpus_per_node=8']\n")
+    p.write_text(
+        "[2026-08-01 10:00:00,000][HYDRA] Launching 1 jobs locally\nError executing job with overrides: "
+        "['trainer.n_gpus_per_node=8']\n"
+    )
     res = triage_files([p])
     assert res["verdict"] == "Fail" and res["primary"]["rule"] == "fatal:fatal_hydra_job"
 
@@ -87,13 +90,16 @@ def test_exit_code_zero_ignores_fatal_looking_lines() -> None:
 
 # --- wrapped root cause ----------------------------------------------------------------------
 
+
 def test_wrapped_exceptions_name_the_inner_type(tmp_path: Path) -> None:
     assert tri("wrapped_dist_backend")["primary"]["class"] == "nccl"  # RayTaskError(DistBackendError)
     assert tri("wrapped_actor_died")["primary"]["class"] == "ray_cluster"  # RayTaskError(ActorDiedError)
     # an OOM inside RayTaskError whose message was cut: the wrapped type decides
     p = tmp_path / "w.log"
-    p.write_text("ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronPolicyWorker.train() "
-                 "(pid=1, ip=10.0.0.1, actor_id=ab)\n")
+    p.write_text(
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronPolicyWorker.train() "
+        "(pid=1, ip=10.0.0.1, actor_id=ab)\n"
+    )
     assert triage_files([p])["primary"]["class"] == "cuda_oom"
 
 
@@ -103,6 +109,7 @@ def test_torch_save_write_failure_is_no_space() -> None:
 
 
 # --- imports ---------------------------------------------------------------------------------
+
 
 def test_the_module_and_the_process_decide_an_import_failure() -> None:
     assert tri("import_bridge_megatron_training")["primary"]["class"] == "bridge_import"
@@ -115,14 +122,17 @@ def test_the_module_and_the_process_decide_an_import_failure() -> None:
 
 def test_worker_venv_path_is_a_venv_mismatch(tmp_path: Path) -> None:
     p = tmp_path / "v.log"
-    p.write_text('Traceback (most recent call last):\n'
-                 '  File "/opt/ray_venvs/nemo_rl.models.policy.workers.MegatronPolicyWorker/lib/python3.12/'
-                 'site-packages/x.py", line 3, in <module>\n'
-                 "ModuleNotFoundError: No module named 'megatron.bridge'\n")
+    p.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/opt/ray_venvs/nemo_rl.models.policy.workers.MegatronPolicyWorker/lib/python3.12/'
+        'site-packages/x.py", line 3, in <module>\n'
+        "ModuleNotFoundError: No module named 'megatron.bridge'\n"
+    )
     assert triage_files([p])["primary"]["class"] == "container_venv_mismatch"
 
 
 # --- metrics ---------------------------------------------------------------------------------
+
 
 def test_metric_anomalies_from_log_lines() -> None:
     res = tri("metric_loss_nan_every_log")
@@ -134,8 +144,7 @@ def test_metric_anomalies_from_log_lines() -> None:
 
 def test_metric_watch_grad_norm_needs_consecutive_steps() -> None:
     # verl's metric line format, from the real passing excerpt, with the grad norm values changed
-    line = ("step:{s} - actor/entropy:0.43 - actor/pg_loss:-0.01 - actor/grad_norm:{g} - "
-            "critic/score/mean:{r}")
+    line = "step:{s} - actor/entropy:0.43 - actor/pg_loss:-0.01 - actor/grad_norm:{g} - critic/score/mean:{r}"
     w = MetricWatch()
     assert w.feed(1, line.format(s=1, g="nan", r=0.5)) == []  # one skipped fp16 step is routine
     assert w.feed(2, line.format(s=2, g="0.9", r=0.5)) == []
@@ -159,6 +168,7 @@ def test_metric_watch_grad_norm_needs_consecutive_steps() -> None:
 
 # --- CUDA context ----------------------------------------------------------------------------
 
+
 def test_cuda_fault_with_and_without_graph_context() -> None:
     res = tri("cuda_ima_no_graph")
     assert res["primary"]["class"] == "cuda_error"
@@ -172,6 +182,7 @@ def test_cuda_fault_with_and_without_graph_context() -> None:
 
 # --- soft transients ---------------------------------------------------------------------------
 
+
 def test_retried_429_matters_only_when_the_run_fails() -> None:
     res = tri("hf_429_retried")
     assert res["verdict"] == "Incomplete" and res["primary"] is None
@@ -183,8 +194,10 @@ def test_nccl_warn_and_helpers_build_are_noise_in_a_passing_run(tmp_path: Path) 
     nemo_pass = (Path(__file__).parent / "fixtures" / "triage" / "nemo_pass.log").read_text()
     warn = [ln for ln in (REAL / "nccl_warn_then_error.log").read_text().splitlines() if "NCCL WARN" in ln]
     # Megatron's datasets Makefile build line (reference/upstream-check-2026-08.md section 6)
-    build = ("g++ -O3 -Wall -shared -std=c++11 -fPIC -fdiagnostics-color -I/usr/include/python3.11 "
-             "helpers.cpp -o helpers_cpp.cpython-311-x86_64-linux-gnu.so")
+    build = (
+        "g++ -O3 -Wall -shared -std=c++11 -fPIC -fdiagnostics-color -I/usr/include/python3.11 "
+        "helpers.cpp -o helpers_cpp.cpython-311-x86_64-linux-gnu.so"
+    )
     p = tmp_path / "pass.log"
     p.write_text("\n".join([build, *warn]) + "\n" + nemo_pass)
     res = triage_files([p], exit_code=0)
@@ -198,8 +211,14 @@ def test_nccl_warn_and_helpers_build_are_noise_in_a_passing_run(tmp_path: Path) 
 
 # --- cancel ----------------------------------------------------------------------------------
 
+
 def test_user_cancel_is_cancelled_never_fail() -> None:
-    for name in ("cancel_sigkill_handler", "cancel_sigint_logged", "cancel_ctrl_c_echo", "cancel_keyboard_interrupt"):
+    for name in (
+        "cancel_sigkill_handler",
+        "cancel_sigint_logged",
+        "cancel_ctrl_c_echo",
+        "cancel_keyboard_interrupt",
+    ):
         res = tri(name)
         assert res["verdict"] == "Cancelled" and res["primary"]["class"] == "cancelled", name
 
@@ -211,8 +230,12 @@ def test_console_cancel_event_and_exit_code() -> None:
     eng.note_cancel()
     res = eng.result(exit_code=130)
     assert res["verdict"] == "Cancelled" and res["primary"]["rule"] == "console_cancel"
-    p = subprocess.run([sys.executable, "-m", "console", "triage", str(REAL / "cancel_ctrl_c_echo.log")],
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [sys.executable, "-m", "console", "triage", str(REAL / "cancel_ctrl_c_echo.log")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 130 and "Verdict: Cancelled" in p.stdout
 
 
@@ -225,18 +248,28 @@ def test_a_cause_before_the_cancel_keeps_its_class(tmp_path: Path) -> None:
 
 # --- confidence, lines, alternatives ----------------------------------------------------------
 
+
 def test_competing_classes_are_reported() -> None:
     res = tri("import_ray_worker_other_python")
     assert res["alternatives"] and res["alternatives"][0]["class"] == "missing_dependency"
-    p = subprocess.run([sys.executable, "-m", "console", "triage", str(REAL / "import_ray_worker_other_python.log")],
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [sys.executable, "-m", "console", "triage", str(REAL / "import_ray_worker_other_python.log")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert "likely container_venv_mismatch" in p.stdout
     assert "also consistent with missing_dependency" in p.stdout
 
 
 def test_live_feed_equals_file_scan_on_real_excerpts() -> None:
-    for name in ("cuda_ima_graph_context_after", "import_ray_actor_no_vllm", "metric_loss_nan_every_log",
-                 "cancel_sigkill_handler", "hf_429_retried"):
+    for name in (
+        "cuda_ima_graph_context_after",
+        "import_ray_actor_no_vllm",
+        "metric_loss_nan_every_log",
+        "cancel_sigkill_handler",
+        "hf_429_retried",
+    ):
         path = REAL / f"{name}.log"
         eng = TriageEngine("unknown")
         for i, line in enumerate(path.read_text().split("\n"), 1):
@@ -246,13 +279,16 @@ def test_live_feed_equals_file_scan_on_real_excerpts() -> None:
 
 # --- last resort: the component an error line names --------------------------------------------
 
+
 def test_error_line_names_its_component_before_unknown_error(tmp_path: Path) -> None:
     # synthetic lines (no rule literal in them): an error-level line, then an unnamed exception
     p = tmp_path / "c.log"
-    p.write_text("2026-08-01 10:00:00,000 ERROR trainer.py:88 -- all_reduce on rank 3 aborted after 600 s\n"
-                 "Traceback (most recent call last):\n"
-                 '  File "/x/train.py", line 3, in <module>\n'
-                 "ValueError: bad shape\n")
+    p.write_text(
+        "2026-08-01 10:00:00,000 ERROR trainer.py:88 -- all_reduce on rank 3 aborted after 600 s\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/train.py", line 3, in <module>\n'
+        "ValueError: bad shape\n"
+    )
     res = triage_files([p])
     assert res["primary"]["class"] == "nccl" and res["primary"]["rule"] == "component:comp_collective"
     assert res["primary"]["confidence"] < 0.5
@@ -268,13 +304,23 @@ def test_console_cancel_of_a_step_is_cancelled_in_the_run_verdict(tmp_path: Path
     (tmp_path / "logs").mkdir()
     # the log of a step the console cancelled: the SIGTERM'd process printed an unrecognised traceback
     (tmp_path / "logs" / "01-train.log").write_text(
-        "Traceback (most recent call last):\n  File \"/x/train.py\", line 3, in <module>\n"
-        "RuntimeError: DataLoader worker (pid 4242) exited unexpectedly\n")
+        'Traceback (most recent call last):\n  File "/x/train.py", line 3, in <module>\n'
+        "RuntimeError: DataLoader worker (pid 4242) exited unexpectedly\n"
+    )
     (tmp_path / "spec.json").write_text(json.dumps({"framework": "demo"}))
-    (tmp_path / "plan.json").write_text(json.dumps({"steps": [{"name": "train", "kind": "train",
-                                                               "deliverable": "framework_run"}]}))
-    (tmp_path / "state.json").write_text(json.dumps({"status": "cancelled", "steps": [
-        {"name": "train", "status": "cancelled", "exit_code": -15, "log": "logs/01-train.log"}]}))
+    (tmp_path / "plan.json").write_text(
+        json.dumps({"steps": [{"name": "train", "kind": "train", "deliverable": "framework_run"}]})
+    )
+    (tmp_path / "state.json").write_text(
+        json.dumps(
+            {
+                "status": "cancelled",
+                "steps": [
+                    {"name": "train", "status": "cancelled", "exit_code": -15, "log": "logs/01-train.log"}
+                ],
+            }
+        )
+    )
     res = run_verdict(tmp_path)
     assert res["verdict"] == "Cancelled"
     assert res["steps"]["train"]["verdict"] == "Cancelled"
@@ -283,53 +329,85 @@ def test_console_cancel_of_a_step_is_cancelled_in_the_run_verdict(tmp_path: Path
 
 # --- generalisation (issue 12, second round): structure over literals ---------------------------
 
+
 def _tri_text(tmp_path: Path, text: str, exit_code: int | None = None) -> dict:
     p = tmp_path / "g.log"
     p.write_text(text)
     return triage_files([p], exit_code=exit_code)
 
 
-@pytest.mark.parametrize(("line", "cls"), [
-    # the module of an exception type no entry names gives its area (library wording, not a corpus case)
-    ("ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.", "ray_cluster"),
-    ("ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.", "ray_cluster"),
-    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
-     "nccl"),
-    ("datasets.exceptions.DataFilesNotFoundError: No (supported) data files found in org/name", "data_missing"),
-    ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
-     "'namespace/repo_name': '/data/models/x'.", "hf_offline_missing"),
-    # wrappers and Hub server errors say nothing about the area: unknown_error
-    ("huggingface_hub.errors.HfHubHTTPError: 500 Server Error: Internal Server Error for url: x", "unknown_error"),
-    ("ray.exceptions.RayTaskError: ray::Worker.run() (pid=1, ip=10.0.0.1)", "unknown_error"),
-    ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "unknown_error"),
-])
+@pytest.mark.parametrize(
+    ("line", "cls"),
+    [
+        # the module of an exception type no entry names gives its area (library wording, not a corpus case)
+        ("ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.", "ray_cluster"),
+        ("ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.", "ray_cluster"),
+        (
+            "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+            "nccl",
+        ),
+        (
+            "datasets.exceptions.DataFilesNotFoundError: No (supported) data files found in org/name",
+            "data_missing",
+        ),
+        (
+            "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+            "'namespace/repo_name': '/data/models/x'.",
+            "hf_offline_missing",
+        ),
+        # wrappers and Hub server errors say nothing about the area: unknown_error
+        (
+            "huggingface_hub.errors.HfHubHTTPError: 500 Server Error: Internal Server Error for url: x",
+            "unknown_error",
+        ),
+        ("ray.exceptions.RayTaskError: ray::Worker.run() (pid=1, ip=10.0.0.1)", "unknown_error"),
+        ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "unknown_error"),
+    ],
+)
 def test_exception_module_names_its_area(tmp_path: Path, line: str, cls: str) -> None:
-    res = _tri_text(tmp_path, "Traceback (most recent call last):\n"
-                              '  File "/x/train.py", line 3, in <module>\n' + line + "\n")
+    res = _tri_text(
+        tmp_path,
+        'Traceback (most recent call last):\n  File "/x/train.py", line 3, in <module>\n' + line + "\n",
+    )
     assert res["primary"]["class"] == cls, res["primary"]
 
 
-@pytest.mark.parametrize(("line", "cls"), [
-    ("FileNotFoundError: [Errno 2] No such file or directory: '/root/data/gsm8k/train.parquet'", "data_missing"),
-    ("FileNotFoundError: [Errno 2] No such file or directory: 'examples/configs/grpo_math_8B.yaml'",
-     "catalog_drift"),
-    ("/bin/bash: line 1: /workspace/scripts/run_local.sh: No such file or directory", "catalog_drift"),
-    ("python: can't open file '/opt/repo/examples/run_grpo_math.py': [Errno 2] No such file or directory",
-     "catalog_drift"),
-    ("Cannot find primary config 'grpo_trainer_v2'. Check that it's in your config search path.", "catalog_drift"),
-    ("In 'config': Could not find 'algo/ppo_v2'", "catalog_drift"),
-    # container start-up noise, not a step of the run: no finding
-    ("bash: /opt/conda/etc/profile.d/conda.sh: No such file or directory", None),
-    ("ERROR: Could not find 'ninja'", None),
-])
+@pytest.mark.parametrize(
+    ("line", "cls"),
+    [
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: '/root/data/gsm8k/train.parquet'",
+            "data_missing",
+        ),
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: 'examples/configs/grpo_math_8B.yaml'",
+            "catalog_drift",
+        ),
+        ("/bin/bash: line 1: /workspace/scripts/run_local.sh: No such file or directory", "catalog_drift"),
+        (
+            "python: can't open file '/opt/repo/examples/run_grpo_math.py': [Errno 2] No such file or directory",
+            "catalog_drift",
+        ),
+        (
+            "Cannot find primary config 'grpo_trainer_v2'. Check that it's in your config search path.",
+            "catalog_drift",
+        ),
+        ("In 'config': Could not find 'algo/ppo_v2'", "catalog_drift"),
+        # container start-up noise, not a step of the run: no finding
+        ("bash: /opt/conda/etc/profile.d/conda.sh: No such file or directory", None),
+        ("ERROR: Could not find 'ninja'", None),
+    ],
+)
 def test_a_missing_path_is_data_or_drift_by_its_shape(tmp_path: Path, line: str, cls: str | None) -> None:
     assert (_tri_text(tmp_path, line + "\n")["primary"] or {}).get("class") == cls
 
 
 def test_rocm_visible_devices_context_names_an_unexplained_crash(tmp_path: Path) -> None:
-    crash = ("Traceback (most recent call last):\n"
-             '  File "/x/a.py", line 111, in <module>\n'
-             "    ray.get(actor.ping.remote())\n")
+    crash = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/a.py", line 111, in <module>\n'
+        "    ray.get(actor.ping.remote())\n"
+    )
     res = _tri_text(tmp_path, "(GPUActor pid=1) ROCR_VISIBLE_DEVICES: 0,1\n" + crash)
     assert res["primary"]["class"] == "rocr_visible_devices" and res["verdict"] == "Blocked"
     assert _tri_text(tmp_path, crash)["primary"]["class"] == "unknown_error"  # no ROCm context: unnamed
@@ -338,9 +416,11 @@ def test_rocm_visible_devices_context_names_an_unexplained_crash(tmp_path: Path)
 
 
 def test_training_loop_finished_makes_a_death_a_teardown_crash_never_a_pass(tmp_path: Path) -> None:
-    done = ("Train epoch [3/3]:  88%|████▊ | 7/8 [00:13<00:01,  1.83s/it, act_loss=0.795]\n"
-            "Train epoch [3/3]: 100%|██████| 8/8 [00:15<00:00,  1.85s/it, act_loss=-0.722]\n")
-    crash = "Traceback (most recent call last):\n" '  File "/x/runpy.py", line 196, in _run_module_as_main\n'
+    done = (
+        "Train epoch [3/3]:  88%|████▊ | 7/8 [00:13<00:01,  1.83s/it, act_loss=0.795]\n"
+        "Train epoch [3/3]: 100%|██████| 8/8 [00:15<00:00,  1.85s/it, act_loss=-0.722]\n"
+    )
+    crash = 'Traceback (most recent call last):\n  File "/x/runpy.py", line 196, in _run_module_as_main\n'
     res = _tri_text(tmp_path, done + crash)
     assert res["primary"]["class"] == "teardown_crash" and res["verdict"] == "Fail"
     assert _tri_text(tmp_path, done)["verdict"] == "Incomplete"  # finished the loop, exit not seen: no Pass
@@ -349,16 +429,21 @@ def test_training_loop_finished_makes_a_death_a_teardown_crash_never_a_pass(tmp_
 
 
 def test_check_metrics_measured_value_against_threshold(tmp_path: Path) -> None:
-    res = _tri_text(tmp_path, '| `grpo_topp_topk` | ❌ fail | max(data["train/token_mult_prob_error"]) < 1.06 '
-                              "(measured 1.078). |\n")
+    res = _tri_text(
+        tmp_path,
+        '| `grpo_topp_topk` | ❌ fail | max(data["train/token_mult_prob_error"]) < 1.06 '
+        "(measured 1.078). |\n",
+    )
     assert res["primary"]["class"] == "metric_failure"
-    ok = _tri_text(tmp_path, '| `grpo_topp_topk` | ✅ pass | max(data["train/token_mult_prob_error"]) < 1.06 |\n')
+    ok = _tri_text(
+        tmp_path, '| `grpo_topp_topk` | ✅ pass | max(data["train/token_mult_prob_error"]) < 1.06 |\n'
+    )
     assert ok["primary"] is None
 
 
 def test_fp16_loss_scale_collapse_is_a_metric_failure_early_skips_are_not(tmp_path: Path) -> None:
     skip = "[INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
-    early = "".join(f"{skip}Attempted loss scale: {2 ** k}, reducing to {2 ** (k - 1)}\n" for k in (16, 15, 14))
+    early = "".join(f"{skip}Attempted loss scale: {2**k}, reducing to {2 ** (k - 1)}\n" for k in (16, 15, 14))
     assert _tri_text(tmp_path, early)["primary"] is None
     stuck = "".join(f"{skip}Attempted loss scale: 1, reducing to 1\n" for _ in range(3))
     assert _tri_text(tmp_path, stuck)["primary"]["class"] == "metric_failure"

@@ -44,7 +44,9 @@ def test_run_model_reads_events_incrementally(tmp_path: Path) -> None:
     assert snap.findings[0]["class"] == "cuda_oom"
     assert snap.triage["primary"]["remedy"]["overrides"] == ["policy.train_micro_batch_size=1"]
     with open(run / "events.jsonl", "a") as fh:
-        fh.write(json.dumps({"t": 1, "type": "gpu", "step": None, "devices": [{"index": 0, "mem_used": 1}]}) + "\n")
+        fh.write(
+            json.dumps({"t": 1, "type": "gpu", "step": None, "devices": [{"index": 0, "mem_used": 1}]}) + "\n"
+        )
         fh.write('{"t": 2, "type": "host", "cpu": 5')  # a writer mid-append: left for later
     snap = model.refresh()
     assert snap.gpu == [{"index": 0, "mem_used": 1}] and snap.host == {}

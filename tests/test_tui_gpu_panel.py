@@ -23,10 +23,26 @@ pytestmark = pytest.mark.timeout(60)
 def test_system_tab_shows_by_device_attribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     run = write_run(tmp_path / "runs")
-    d0 = GpuDevice(0, "NVIDIA H100 80GB HBM3", "GPU-0", 9 << 30, 80 << 30, 90, attribution="by-device",
-                   procs=[GpuProc(4_000_001, "?", 8 << 30, ours=True)])
-    d1 = GpuDevice(1, "NVIDIA H100 80GB HBM3", "GPU-1", 1 << 30, 80 << 30, 0, attribution="by-device",
-                   procs_status="not_supported")
+    d0 = GpuDevice(
+        0,
+        "NVIDIA H100 80GB HBM3",
+        "GPU-0",
+        9 << 30,
+        80 << 30,
+        90,
+        attribution="by-device",
+        procs=[GpuProc(4_000_001, "?", 8 << 30, ours=True)],
+    )
+    d1 = GpuDevice(
+        1,
+        "NVIDIA H100 80GB HBM3",
+        "GPU-1",
+        1 << 30,
+        80 << 30,
+        0,
+        attribution="by-device",
+        procs_status="not_supported",
+    )
     snap = GpuSnapshot(True, devices=[d0, d1], driver="470.82", t=1.0, attribution="by-device")
     with open(run / "events.jsonl", "a") as fh:
         fh.write(Event("gpu", step="demo-grpo", data=snap.to_event_data(), t=1e9).to_json() + "\n")

@@ -100,8 +100,10 @@ def test_new_run_walk_shows_why_for_every_level_and_variant(tmp_path: Path) -> N
         variants.deselect("vlm")
         levels.select(5)  # Level 5 runs only with a variant: said in the screen's words
         await pilot.pause()
-        assert "Level 5 runs only with a variant: tick one of vlm, audio, eagle-mtp under Variants" \
+        assert (
+            "Level 5 runs only with a variant: tick one of vlm, audio, eagle-mtp under Variants"
             in text_of(scr.query_one("#variants-status"))
+        )
 
     drive(app, body)
 
@@ -173,8 +175,12 @@ def test_findings_detail_and_verdict_banner(tmp_path: Path) -> None:
         assert "next: r report · f rerun with fix · q quit" in text_of(banner)
         await pilot.press("5")
         detail = text_of(scr.query_one("#finding-detail"))
-        for part in ("cause: GPU out of memory", "line 41: torch.OutOfMemoryError",
-                     "remedy: policy.train_micro_batch_size=1", "advice: Lower the micro batch size."):
+        for part in (
+            "cause: GPU out of memory",
+            "line 41: torch.OutOfMemoryError",
+            "remedy: policy.train_micro_batch_size=1",
+            "advice: Lower the micro batch size.",
+        ):
             assert part in detail
 
     drive(app, body)
@@ -198,8 +204,9 @@ async def footer_shows(pilot: Any, actions: tuple[str, ...], width: int = 80) ->
     try:
         await wait_for(pilot, lambda: not footer_misses(app, actions, width))
     except AssertionError:
-        raise AssertionError(f"{type(app.screen).__name__} footer at {width} columns: "
-                             f"{footer_misses(app, actions, width)}") from None
+        raise AssertionError(
+            f"{type(app.screen).__name__} footer at {width} columns: {footer_misses(app, actions, width)}"
+        ) from None
 
 
 APP_KEYS = ("quit", "help", "cycle_theme")
@@ -246,7 +253,9 @@ def test_metrics_nan_series_and_plot_only_when_big(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     run = write_run(runs)
     with open(run / "events.jsonl", "a") as fh:
-        fh.write(json.dumps({"t": 1.0, "type": "metrics", "step": 21, "values": {"loss": float("nan")}}) + "\n")
+        fh.write(
+            json.dumps({"t": 1.0, "type": "metrics", "step": 21, "values": {"loss": float("nan")}}) + "\n"
+        )
     for size, plotted in (((80, 24), False), ((160, 48), True)):
         app = ConsoleApp(runs, open_run=run)
 
@@ -302,8 +311,13 @@ def test_watcher_and_status_segment(tmp_path: Path) -> None:
     changes = watcher.changes(list_runs(runs))
     assert [(c.run_id, c.new) for c in changes] == [(live.name, "running")]
     assert segment(list_runs(runs)) == "rl ▶ demo-l0-nan 1/1 · it 20/20"
-    out = subprocess.run([sys.executable, "-m", "console", "status", "--tmux", "--runs-dir", str(runs)],
-                         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "console", "status", "--tmux", "--runs-dir", str(runs)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.stdout.strip() == "#[fg=cyan]rl ▶ demo-l0-nan 1/1 · it 20/20#[default]"
 
 
@@ -312,8 +326,15 @@ def rl(*args: str, runs: Path | None = None, timeout: float = 60) -> subprocess.
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if runs is not None:
         env["RL_CONSOLE_RUNS"] = str(runs)
-    return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "console", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def test_cli_version_descriptions_and_catalog_in_help() -> None:
@@ -327,8 +348,11 @@ def test_cli_version_descriptions_and_catalog_in_help() -> None:
         assert sp.description, f"{name} --help has no description"
     plan_help = rl("plan", "--help").stdout
     assert "\nprint the steps (argv, env, cwd) without running\n" in plan_help
-    for line in ("--level 2  Non-colocated vLLM refit", "--variant delta-compression  (Level 2)",
-                 "--variant nan  (Level 0) Inject a NaN loss"):
+    for line in (
+        "--level 2  Non-colocated vLLM refit",
+        "--variant delta-compression  (Level 2)",
+        "--variant nan  (Level 0) Inject a NaN loss",
+    ):
         assert line in plan_help, line
     assert "--variant enforce-eager" in rl("run", "--help").stdout
 
@@ -359,8 +383,16 @@ def test_sample_logs_replay_by_name_and_triage(tmp_path: Path) -> None:
     assert data["verdict"] == "Pass" and data["framework"] == "nemo-rl" and data["progress"]["step"] == 4
     verl = json.loads(rl("triage", str(samples / "verl-ppo-megatron-oom.log"), "--json").stdout)
     assert verl["framework"] == "verl" and verl["primary"]["class"] == "cuda_oom"
-    out = rl("replay", "verl-ppo-megatron-oom.log", "--speed", "200", "--headless", "--runs-dir", str(tmp_path),
-             timeout=120)
+    out = rl(
+        "replay",
+        "verl-ppo-megatron-oom.log",
+        "--speed",
+        "200",
+        "--headless",
+        "--runs-dir",
+        str(tmp_path),
+        timeout=120,
+    )
     assert "cuda_oom" in out.stdout + out.stderr and out.returncode == 1
 
 
@@ -376,8 +408,20 @@ def test_finding_early_in_a_big_log_opens_the_whole_file_at_its_line(tmp_path: P
     filler = "".join(f"filler line {i} {'x' * 60}\n" for i in range(INITIAL_TAIL // 40))
     log.write_text("\n".join(head) + "\n" + filler)
     with open(run / "events.jsonl", "a") as fh:
-        fh.write(json.dumps({"t": 2.0, "type": "finding", "step": "demo-grpo", "class": "cuda_oom", "verdict": "Fail",
-                             "line": 10, "evidence": "torch.OutOfMemoryError: CUDA out of memory (early)"}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "t": 2.0,
+                    "type": "finding",
+                    "step": "demo-grpo",
+                    "class": "cuda_oom",
+                    "verdict": "Fail",
+                    "line": 10,
+                    "evidence": "torch.OutOfMemoryError: CUDA out of memory (early)",
+                }
+            )
+            + "\n"
+        )
     app = ConsoleApp(runs, open_run=run)
 
     async def body(pilot: Any) -> None:

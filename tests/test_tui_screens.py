@@ -97,7 +97,9 @@ def test_open_monitor_log_search_filter_wrap_follow(tmp_path: Path) -> None:
         assert view.auto_scroll
         await pilot.press("space")
         assert not view.auto_scroll
-        for key, tab in zip("234561", ("steps", "metrics", "system", "findings", "verdict", "log"), strict=True):
+        for key, tab in zip(
+            "234561", ("steps", "metrics", "system", "findings", "verdict", "log"), strict=True
+        ):
             await pilot.press(key)
             assert app.screen.query_one("#tabs").active == tab
         await pilot.press("escape")
@@ -231,7 +233,9 @@ def test_report_screen_shows_and_saves(tmp_path: Path) -> None:
 
 def test_triage_screen_opens_log_from_prompt(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
-    log.write_text("".join(f"line {i}\n" for i in range(1, 51)) + "torch.OutOfMemoryError: CUDA out of memory\n")
+    log.write_text(
+        "".join(f"line {i}\n" for i in range(1, 51)) + "torch.OutOfMemoryError: CUDA out of memory\n"
+    )
     app = ConsoleApp(tmp_path / "runs")
 
     async def body(pilot: Any) -> None:
@@ -250,7 +254,12 @@ def test_triage_screen_opens_log_from_prompt(tmp_path: Path) -> None:
         assert tri.result["verdict"] == "Fail"
         detail = str(tri.query_one("#triage-advice").render())
         # cause, evidence line, remedy and advice together (advice was overwritten by the evidence)
-        for part in ("cause: GPU out of memory", "line 51: torch.OutOfMemoryError", "remedy:", "advice: A GPU"):
+        for part in (
+            "cause: GPU out of memory",
+            "line 51: torch.OutOfMemoryError",
+            "remedy:",
+            "advice: A GPU",
+        ):
             assert part in detail, part
         await pilot.press("enter")
         assert view.target == 51 and view.has_focus
@@ -319,7 +328,9 @@ def test_cmd_tui_rejects_bad_input(tmp_path: Path) -> None:
     with pytest.raises(RunNotFound):
         cmd_tui(argparse.Namespace(runs_dir=str(tmp_path), open_run="nope", log=None, theme=None))
     with pytest.raises(SpecError):
-        cmd_tui(argparse.Namespace(runs_dir=str(tmp_path), open_run=None, log=str(tmp_path / "x"), theme=None))
+        cmd_tui(
+            argparse.Namespace(runs_dir=str(tmp_path), open_run=None, log=str(tmp_path / "x"), theme=None)
+        )
 
 
 def test_finding_enter_goes_to_its_line(tmp_path: Path) -> None:
@@ -330,8 +341,13 @@ def test_finding_enter_goes_to_its_line(tmp_path: Path) -> None:
     async def body(pilot: Any) -> None:
         await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
         mon = app.screen
-        await wait_for(pilot, lambda: mon.query_one("#findings-table").row_count == 1
-                       and mon.query_one("#logview", LogView).total_lines == 41)
+        await wait_for(
+            pilot,
+            lambda: (
+                mon.query_one("#findings-table").row_count == 1
+                and mon.query_one("#logview", LogView).total_lines == 41
+            ),
+        )
         await pilot.press("5")
         mon.query_one("#findings-table").focus()
         await pilot.press("enter")
@@ -356,13 +372,20 @@ def test_rerun_with_fix_starts_a_linked_run(tmp_path: Path) -> None:
     started: list[Path] = []
 
     async def body(pilot: Any) -> None:
-        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.snapshot is not None
-                       and app.screen.snapshot.triage is not None)
+        await wait_for(
+            pilot,
+            lambda: (
+                screen_name(app) == "MonitorScreen"
+                and app.screen.snapshot is not None
+                and app.screen.snapshot.triage is not None
+            ),
+        )
         await pilot.press("f")
         assert screen_name(app) == "ConfirmDialog"
         await pilot.press("y")
-        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.run_dir != failing,
-                       timeout=15)
+        await wait_for(
+            pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.run_dir != failing, timeout=15
+        )
         started.append(app.screen.run_dir)
 
     try:
@@ -404,7 +427,9 @@ def test_new_run_touched_areas_preview_preflight_launch(tmp_path: Path) -> None:
         preview = str(scr.query_one("#preview").render())
         assert "Commands that will run" in preview and "console.demo.grpo" in preview
         await pilot.press("f3")
-        await wait_for(pilot, lambda: "Preflight:" in str(scr.query_one("#preflight-out").render()), timeout=20)
+        await wait_for(
+            pilot, lambda: "Preflight:" in str(scr.query_one("#preflight-out").render()), timeout=20
+        )
         await pilot.press("ctrl+l")
         await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen", timeout=20)
         started.append(app.screen.run_dir)

@@ -26,8 +26,14 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     runs = tmp_path / "runs"
     hour_ago = time.time() - 3 * 3600 - 60  # ages render as "3h ago" whenever the test runs
     write_run(runs, "20261121-223600-demo-l0", created=hour_ago)
-    write_run(runs, "20261121-223700-demo-l0-nan", status="failed", verdict="Fail", failing=True,
-              created=hour_ago + 30)
+    write_run(
+        runs,
+        "20261121-223700-demo-l0-nan",
+        status="failed",
+        verdict="Fail",
+        failing=True,
+        created=hour_ago + 30,
+    )
     return runs
 
 
@@ -51,8 +57,11 @@ def test_monitor_findings(snap_compare: Any, runs: Path, size: tuple[int, int]) 
     async def before(pilot: Any) -> None:
         for _ in range(100):
             scr = pilot.app.screen
-            if type(scr).__name__ == "MonitorScreen" and scr.query_one("#logview", LogView).total_lines == 41 \
-                    and scr.query_one("#findings-table").row_count == 1:
+            if (
+                type(scr).__name__ == "MonitorScreen"
+                and scr.query_one("#logview", LogView).total_lines == 41
+                and scr.query_one("#findings-table").row_count == 1
+            ):
                 break
             await pilot.pause(0.05)
         await pilot.press("5")
@@ -78,8 +87,9 @@ def test_monitor_log(snap_compare: Any, runs: Path, size: tuple[int, int]) -> No
 
 
 def test_help(snap_compare: Any, runs: Path) -> None:
-    assert snap_compare(ConsoleApp(runs), terminal_size=(80, 24), press=["question_mark"],
-                        run_before=settle_home)
+    assert snap_compare(
+        ConsoleApp(runs), terminal_size=(80, 24), press=["question_mark"], run_before=settle_home
+    )
 
 
 # -- issue 15: the newcomer's screens ---------------------------------------------------------------
@@ -180,8 +190,11 @@ def test_triage_with_advice(snap_compare: Any, runs: Path, oom_log: Path, size: 
     async def before(pilot: Any) -> None:
         for _ in range(200):
             scr = pilot.app.screen
-            if type(scr).__name__ == "TriageScreen" and scr.result is not None \
-                    and scr.query_one("#triage-log").index.scan_done:
+            if (
+                type(scr).__name__ == "TriageScreen"
+                and scr.result is not None
+                and scr.query_one("#triage-log").index.scan_done
+            ):
                 break
             await pilot.pause(0.05)
         await pilot.press("enter")

@@ -28,25 +28,73 @@ NODES = ("hgx-h100-r07-n12", "hgx-h100-r07-n13")
 def _node_events() -> list[Event]:
     """Two nodes as the Slurm sampler writes them: one with GPUs (Ray metrics), one whose srun probe
     failed with a long stderr line; a host block for each."""
-    devices = [{"index": i, "name": H100, "mem_used": 79.6 * GIB, "mem_total": 79.6 * GIB, "util": 100}
-               for i in range(2)]
+    devices = [
+        {"index": i, "name": H100, "mem_used": 79.6 * GIB, "mem_total": 79.6 * GIB, "util": 100}
+        for i in range(2)
+    ]
     return [
-        Event("gpu", None, {"node": NODES[0], "available": True, "reason": None, "devices": devices,
-                            "source": "ray-metrics", "queried": ["ray-metrics"]}, t=1e9),
-        Event("gpu", None, {"node": NODES[1], "available": False, "devices": [], "source": "srun",
-                            "queried": ["ray-metrics", "srun"],
-                            "reason": "srun --overlap exited 1: srun: error: Unable to create step for job "
-                                      "4242: Requested node configuration is not available"}, t=1e9),
-        *(Event("host", None, {"node": n, "cpu": 100.0, "load1": 123.45, "mem_used": 1900 * GIB,
-                               "mem_total": 2015 * GIB, "disks": {}, "source": "srun"}, t=1e9) for n in NODES),
+        Event(
+            "gpu",
+            None,
+            {
+                "node": NODES[0],
+                "available": True,
+                "reason": None,
+                "devices": devices,
+                "source": "ray-metrics",
+                "queried": ["ray-metrics"],
+            },
+            t=1e9,
+        ),
+        Event(
+            "gpu",
+            None,
+            {
+                "node": NODES[1],
+                "available": False,
+                "devices": [],
+                "source": "srun",
+                "queried": ["ray-metrics", "srun"],
+                "reason": "srun --overlap exited 1: srun: error: Unable to create step for job "
+                "4242: Requested node configuration is not available",
+            },
+            t=1e9,
+        ),
+        *(
+            Event(
+                "host",
+                None,
+                {
+                    "node": n,
+                    "cpu": 100.0,
+                    "load1": 123.45,
+                    "mem_used": 1900 * GIB,
+                    "mem_total": 2015 * GIB,
+                    "disks": {},
+                    "source": "srun",
+                },
+                t=1e9,
+            )
+            for n in NODES
+        ),
     ]
 
 
 def _local_events() -> list[Event]:
     """One node, memory attributed by device (no NVML PID is the run's), big numbers."""
-    d0 = GpuDevice(0, H100, "GPU-0", int(139.9 * GIB), int(139.9 * GIB), 100, attribution="by-device",
-                   procs=[GpuProc(4_000_001, "?", int(120.5 * GIB), ours=True),
-                          GpuProc(4_000_002, "python3 -m vllm.entrypoints.openai", int(19.4 * GIB))])
+    d0 = GpuDevice(
+        0,
+        H100,
+        "GPU-0",
+        int(139.9 * GIB),
+        int(139.9 * GIB),
+        100,
+        attribution="by-device",
+        procs=[
+            GpuProc(4_000_001, "?", int(120.5 * GIB), ours=True),
+            GpuProc(4_000_002, "python3 -m vllm.entrypoints.openai", int(19.4 * GIB)),
+        ],
+    )
     d1 = GpuDevice(1, H100, "GPU-1", GIB, 80 * GIB, 0, attribution="by-device", procs_status="not_supported")
     snap = GpuSnapshot(True, devices=[d0, d1], driver="470.82", t=1.0, attribution="by-device")
     return [Event("gpu", "demo-grpo", snap.to_event_data(), t=1e9)]
@@ -75,7 +123,11 @@ def _system_tab(tmp_path: Path, events: list[Event], ready: str) -> dict[str, An
             await pilot.pause(0.2)
             for name, panel in panels.items():
                 shown = panel.render_lines(Region(0, 0, panel.size.width, panel.size.height))
-                seen[name] = (str(panel.render()), [strip.text.rstrip() for strip in shown], panel.region.right)
+                seen[name] = (
+                    str(panel.render()),
+                    [strip.text.rstrip() for strip in shown],
+                    panel.region.right,
+                )
 
     asyncio.run(main())
     return seen

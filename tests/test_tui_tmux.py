@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.timeout(240),
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")]
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed"),
+]
 
 BIN = Path(sys.executable).parent / "rl-console"
 
@@ -58,8 +62,13 @@ def test_demo_in_tmux_survives_console_restart(tmp_path: Path) -> None:
     session, so killing the console's session does not take the server down while the next
     session's client connects (that race failed the test under load: "server exited unexpectedly")."""
     runs = tmp_path / "runs"
-    env = {"RL_CONSOLE_RUNS": str(runs), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "TERM": "tmux-256color",
-           "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    env = {
+        "RL_CONSOLE_RUNS": str(runs),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "TERM": "tmux-256color",
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }
     sock = f"rlc-{uuid.uuid4().hex[:8]}"
     try:
         tmux(sock, "new-session", "-d", "-s", "keep", "sleep 600")  # the placeholder
@@ -97,17 +106,44 @@ def test_newcomer_from_rl_console_to_report_with_notification(tmp_path: Path) ->
     Findings tab explains it (cause, advice, evidence) and r shows the report."""
     runs = tmp_path / "runs"
     sock, viewer = f"rlc-{uuid.uuid4().hex[:8]}", f"rlv-{uuid.uuid4().hex[:8]}"
-    env = {"RL_CONSOLE_RUNS": str(runs), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "TERM": "tmux-256color",
-           "PATH": f"{BIN.parent}:{os.environ.get('PATH', '')}", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    env = {
+        "RL_CONSOLE_RUNS": str(runs),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "TERM": "tmux-256color",
+        "PATH": f"{BIN.parent}:{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }
     console = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), str(BIN)])
-    status_loop = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), "sh", "-c",
-                              f"while :; do clear; {shlex.quote(str(BIN))} status; sleep 0.5; done"])
+    status_loop = shlex.join(
+        [
+            "env",
+            *(f"{k}={v}" for k, v in env.items()),
+            "sh",
+            "-c",
+            f"while :; do clear; {shlex.quote(str(BIN))} status; sleep 0.5; done",
+        ]
+    )
     try:
         tmux(sock, "new-session", "-d", "-x", "80", "-y", "24", "-s", "work", "-n", "console", console)
         tmux(sock, "new-window", "-d", "-t", "work", "-n", "other", status_loop)
         # a real client attached to the session (through a second server), so the status line exists
-        subprocess.run(["tmux", "-L", viewer, "new-session", "-d", "-x", "80", "-y", "25", "-s", "eyes",
-                        shlex.join(["env", "-u", "TMUX", "tmux", "-L", sock, "attach", "-t", "work"])], check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "-L",
+                viewer,
+                "new-session",
+                "-d",
+                "-x",
+                "80",
+                "-y",
+                "25",
+                "-s",
+                "eyes",
+                shlex.join(["env", "-u", "TMUX", "tmux", "-L", sock, "attach", "-t", "work"]),
+            ],
+            check=True,
+        )
         wait_pane(sock, "work:console", ("Runs", "q Quit"), timeout=30)
         tmux(sock, "send-keys", "-t", "work:console", "n")
         wait_pane(sock, "work:console", ("What did your change touch?", "needs on demo"), timeout=15)
@@ -125,9 +161,13 @@ def test_newcomer_from_rl_console_to_report_with_notification(tmp_path: Path) ->
         tmux(sock, "select-window", "-t", "work:console")
         wait_pane(sock, "work:console", ("Run over:", "next: r report"), timeout=30)
         tmux(sock, "send-keys", "-t", "work:console", "5")
-        wait_pane(sock, "work:console", ("metric_failure", "cause:", "advice: A metric check failed"), timeout=15)
+        wait_pane(
+            sock, "work:console", ("metric_failure", "cause:", "advice: A metric check failed"), timeout=15
+        )
         tmux(sock, "send-keys", "-t", "work:console", "r")
-        wait_pane(sock, "work:console", ("Result: Fail", "Requested coverage: Level 0; variants: nan"), timeout=30)
+        wait_pane(
+            sock, "work:console", ("Result: Fail", "Requested coverage: Level 0; variants: nan"), timeout=30
+        )
         spec = json.loads(next(runs.iterdir()).joinpath("spec.json").read_text())
         assert spec["variants"] == ["nan"]
     finally:

@@ -26,43 +26,97 @@ _LIST = list
 _DICT = dict
 # key -> (type, required)
 STEP_KEYS: dict[str, tuple[type, bool]] = {
-    "name": (_STR, True), "title": (_STR, True), "argv": (_LIST, True), "cwd": (_STR, True),
-    "kind": (_STR, True), "deliverable": (_STR, True), "proves": (_STR, True), "criteria": (_LIST, False),
-    "env": (_DICT, False), "unset": (_LIST, False), "gpus": (int, False), "gpus_key": (_STR, False),
-    "gpus_env": (_STR, False), "total_steps": (int, False), "steps_key": (_STR, False),
-    "steps_env": (_STR, False), "log_files": (_LIST, False), "tb_dir": (_STR, False),
-    "metrics_json": (_STR, False), "checks": (_LIST, False), "on_failure": (_STR, False),
-    "overrides": (bool, False), "model": (bool, False), "model_env": (_DICT, False),
-    "needs_model": (bool, False), "forwards_unquoted": (bool, False), "config": (_STR, False),
-    "implied": (_DICT, False), "report_metrics": (_LIST, False), "when_levels": (_LIST, False),
-    "append_bridge_tests": (bool, False), "skip_if_exists": (_LIST, False),
+    "name": (_STR, True),
+    "title": (_STR, True),
+    "argv": (_LIST, True),
+    "cwd": (_STR, True),
+    "kind": (_STR, True),
+    "deliverable": (_STR, True),
+    "proves": (_STR, True),
+    "criteria": (_LIST, False),
+    "env": (_DICT, False),
+    "unset": (_LIST, False),
+    "gpus": (int, False),
+    "gpus_key": (_STR, False),
+    "gpus_env": (_STR, False),
+    "total_steps": (int, False),
+    "steps_key": (_STR, False),
+    "steps_env": (_STR, False),
+    "log_files": (_LIST, False),
+    "tb_dir": (_STR, False),
+    "metrics_json": (_STR, False),
+    "checks": (_LIST, False),
+    "on_failure": (_STR, False),
+    "overrides": (bool, False),
+    "model": (bool, False),
+    "model_env": (_DICT, False),
+    "needs_model": (bool, False),
+    "forwards_unquoted": (bool, False),
+    "config": (_STR, False),
+    "implied": (_DICT, False),
+    "report_metrics": (_LIST, False),
+    "when_levels": (_LIST, False),
+    "append_bridge_tests": (bool, False),
+    "skip_if_exists": (_LIST, False),
     # upstream-truth additions: a note the report shows (where the procedure and upstream differ),
     # and "run through the framework's launcher" ([framework] launcher, e.g. verl's uv run)
-    "note": (_STR, False), "launcher": (bool, False),
+    "note": (_STR, False),
+    "launcher": (bool, False),
 }
 FRAMEWORK_KEYS: dict[str, tuple[type, bool]] = {
-    "name": (_STR, True), "title": (_STR, True), "needs_repo": (bool, True), "needs_bridge": (bool, True),
-    "overrides": (_STR, True), "run_label": (_STR, True), "repo_env": (_STR, False),
-    "pythonpath": (_LIST, False), "pass_env": (_LIST, False), "model_args": (_LIST, False),
-    "model_path_args": (_LIST, False), "model_env": (_DICT, False), "model_path_env": (_DICT, False),
-    "gpus_advice": (_STR, False), "launcher": (_LIST, False), "launcher_off": (_DICT, False),
+    "name": (_STR, True),
+    "title": (_STR, True),
+    "needs_repo": (bool, True),
+    "needs_bridge": (bool, True),
+    "overrides": (_STR, True),
+    "run_label": (_STR, True),
+    "repo_env": (_STR, False),
+    "pythonpath": (_LIST, False),
+    "pass_env": (_LIST, False),
+    "model_args": (_LIST, False),
+    "model_path_args": (_LIST, False),
+    "model_env": (_DICT, False),
+    "model_path_env": (_DICT, False),
+    "gpus_advice": (_STR, False),
+    "launcher": (_LIST, False),
+    "launcher_off": (_DICT, False),
 }
 LEVEL_KEYS: dict[str, tuple[type, bool]] = {
-    "number": (int, True), "title": (_STR, True), "required_when": (_STR, True), "proves": (_STR, True),
-    "gpus": (int, True), "requires_variant": (bool, False), "steps": (_LIST, False),
+    "number": (int, True),
+    "title": (_STR, True),
+    "required_when": (_STR, True),
+    "proves": (_STR, True),
+    "gpus": (int, True),
+    "requires_variant": (bool, False),
+    "steps": (_LIST, False),
 }
 VARIANT_KEYS: dict[str, tuple[type, bool]] = {
-    "name": (_STR, True), "levels": (_LIST, True), "title": (_STR, True), "mode": (_STR, True),
-    "proves": (_STR, True), "targets": (_LIST, False), "args": (_LIST, False), "env": (_DICT, False),
-    "criteria": (_LIST, False), "report_metrics": (_LIST, False), "needs_model": (bool, False),
-    "steps": (_LIST, False), "note": (_STR, False),
+    "name": (_STR, True),
+    "levels": (_LIST, True),
+    "title": (_STR, True),
+    "mode": (_STR, True),
+    "proves": (_STR, True),
+    "targets": (_LIST, False),
+    "args": (_LIST, False),
+    "env": (_DICT, False),
+    "criteria": (_LIST, False),
+    "report_metrics": (_LIST, False),
+    "needs_model": (bool, False),
+    "steps": (_LIST, False),
+    "note": (_STR, False),
 }
 TP_GUARD_KEYS: dict[str, tuple[type, bool]] = {
-    "tp_keys": (_LIST, True), "min_tp": (int, True), "micro_key": (_STR, True),
-    "logprob_key": (_STR, True), "advice": (_STR, True),
+    "tp_keys": (_LIST, True),
+    "min_tp": (int, True),
+    "micro_key": (_STR, True),
+    "logprob_key": (_STR, True),
+    "advice": (_STR, True),
 }
 TOUCHED_KEYS: dict[str, tuple[type, bool]] = {
-    "id": (_STR, True), "label": (_STR, True), "nemo-rl": (_LIST, True), "verl": (_LIST, True),
+    "id": (_STR, True),
+    "label": (_STR, True),
+    "nemo-rl": (_LIST, True),
+    "verl": (_LIST, True),
     "demo": (_LIST, True),
 }
 
@@ -257,11 +311,19 @@ def _variant(raw: Any, where: str, step_names: set[str]) -> Variant:
             if not name.startswith("*") and name not in step_names:
                 raise CatalogError(f"{where}: target {name!r} is not a level step")
     return Variant(
-        name=t["name"], levels=tuple(int(v) for v in t["levels"]), title=t["title"], mode=t["mode"],
-        proves=t["proves"], targets=targets, args=_strs(t.get("args", []), f"{where}.args"),
-        env=_strmap(t.get("env", {}), f"{where}.env"), criteria=_strs(t.get("criteria", []), where),
+        name=t["name"],
+        levels=tuple(int(v) for v in t["levels"]),
+        title=t["title"],
+        mode=t["mode"],
+        proves=t["proves"],
+        targets=targets,
+        args=_strs(t.get("args", []), f"{where}.args"),
+        env=_strmap(t.get("env", {}), f"{where}.env"),
+        criteria=_strs(t.get("criteria", []), where),
         report_metrics=_strs(t.get("report_metrics", []), where),
-        needs_model=bool(t.get("needs_model", False)), steps=steps, note=t.get("note"),
+        needs_model=bool(t.get("needs_model", False)),
+        steps=steps,
+        note=t.get("note"),
     )
 
 
@@ -272,7 +334,16 @@ def catalog_path(name: str) -> Path:
 def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> FrameworkCatalog:
     """Validate one framework's parsed TOML and build its catalog."""
     fw = _check(data.get("framework"), FRAMEWORK_KEYS, f"{source} [framework]")
-    known = {"framework", "placeholders", "run_env", "before_train", "setup", "levels", "variants", "tp_guard"}
+    known = {
+        "framework",
+        "placeholders",
+        "run_env",
+        "before_train",
+        "setup",
+        "levels",
+        "variants",
+        "tp_guard",
+    }
     extra = set(data) - known
     if extra:
         raise CatalogError(f"{source}: unknown table(s) {sorted(extra)}")
@@ -282,9 +353,17 @@ def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> Framewor
     for raw in data.get("levels", []):
         t = _check(raw, LEVEL_KEYS, f"{source} [[levels]]")
         steps = tuple(_step(s, f"{source} level {t['number']} step") for s in t.get("steps", []))
-        levels.append(Level(number=t["number"], title=t["title"], required_when=t["required_when"],
-                            proves=t["proves"], gpus=t["gpus"],
-                            requires_variant=bool(t.get("requires_variant", False)), steps=steps))
+        levels.append(
+            Level(
+                number=t["number"],
+                title=t["title"],
+                required_when=t["required_when"],
+                proves=t["proves"],
+                gpus=t["gpus"],
+                requires_variant=bool(t.get("requires_variant", False)),
+                steps=steps,
+            )
+        )
     numbers = [lv.number for lv in levels]
     if len(set(numbers)) != len(numbers):
         raise CatalogError(f"{source}: duplicate level numbers")
@@ -301,11 +380,21 @@ def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> Framewor
     guard = None
     if "tp_guard" in data:
         g = _check(data["tp_guard"], TP_GUARD_KEYS, f"{source} [tp_guard]")
-        guard = TPGuard(tp_keys=_strs(g["tp_keys"], "tp_keys"), min_tp=g["min_tp"], micro_key=g["micro_key"],
-                        logprob_key=g["logprob_key"], advice=g["advice"])
+        guard = TPGuard(
+            tp_keys=_strs(g["tp_keys"], "tp_keys"),
+            min_tp=g["min_tp"],
+            micro_key=g["micro_key"],
+            logprob_key=g["logprob_key"],
+            advice=g["advice"],
+        )
     return FrameworkCatalog(
-        name=fw["name"], title=fw["title"], needs_repo=fw["needs_repo"], needs_bridge=fw["needs_bridge"],
-        overrides=fw["overrides"], run_label=fw["run_label"], repo_env=fw.get("repo_env"),
+        name=fw["name"],
+        title=fw["title"],
+        needs_repo=fw["needs_repo"],
+        needs_bridge=fw["needs_bridge"],
+        overrides=fw["overrides"],
+        run_label=fw["run_label"],
+        repo_env=fw.get("repo_env"),
         pythonpath=_strs(fw.get("pythonpath", []), "pythonpath"),
         pass_env=_strs(fw.get("pass_env", []), "pass_env"),
         model_args=_strs(fw.get("model_args", []), "model_args"),
@@ -327,8 +416,11 @@ def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> Framewor
 
 def known_frameworks() -> list[str]:
     """Frameworks with a catalog file (a TOML file holding a [framework] table)."""
-    return sorted(p.stem.replace("_", "-") for p in CATALOG_DIR.glob("*.toml")
-                  if "[framework]" in p.read_text(encoding="utf-8"))
+    return sorted(
+        p.stem.replace("_", "-")
+        for p in CATALOG_DIR.glob("*.toml")
+        if "[framework]" in p.read_text(encoding="utf-8")
+    )
 
 
 @cache

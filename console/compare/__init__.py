@@ -23,8 +23,12 @@ COMPARE_JSON = "compare.json"
 VERDICT_EXIT = {"Same": 0, "Changed": 1, "Inconclusive": 3}
 
 
-def compare_runs(baseline: Path, candidate: Path, tolerances: list[tuple[str, float, float | None]] | None = None,
-                 last_k: int | None = None) -> dict[str, Any]:
+def compare_runs(
+    baseline: Path,
+    candidate: Path,
+    tolerances: list[tuple[str, float, float | None]] | None = None,
+    last_k: int | None = None,
+) -> dict[str, Any]:
     baseline, candidate = Path(baseline).resolve(), Path(candidate).resolve()
     if baseline == candidate:
         raise SpecError(f"baseline and candidate are the same run ({baseline.name})")
@@ -34,8 +38,11 @@ def compare_runs(baseline: Path, candidate: Path, tolerances: list[tuple[str, fl
     rules = load_rules("nemo-rl")
     fb = read_facts(baseline, sa, rules)
     fc = read_facts(candidate, sb, rules)
-    framework = fc.framework if fc.framework in known_frameworks() else (
-        fb.framework if fb.framework in known_frameworks() else guess_framework(sa.tags & sb.tags))
+    framework = (
+        fc.framework
+        if fc.framework in known_frameworks()
+        else (fb.framework if fb.framework in known_frameworks() else guess_framework(sa.tags & sb.tags))
+    )
     rules = apply_overrides(load_rules(framework), tolerances or [], sa.tags & sb.tags)
     k = last_k or rules.last_k
     diffs = differences(fb, fc, rules)
@@ -55,14 +62,18 @@ def compare_runs(baseline: Path, candidate: Path, tolerances: list[tuple[str, fl
         tags = pick_tags(trule.names, sa, sb)
         if tags is not None:
             timing.append(timing_row(trule, align(tags, sa, sb), rules, k))
-    common = max((r["steps"] for r in rows if r["judged"]), default=max((r["steps"] for r in rows), default=0))
+    common = max(
+        (r["steps"] for r in rows if r["judged"]), default=max((r["steps"] for r in rows), default=0)
+    )
     verdict, reasons = decide(rows, diffs, common, rules, fb, fc)
     steps_b = max((n for n, _ in lengths), default=0)
     steps_c = max((n for _, n in lengths), default=0)
     notes = []
     if steps_b != steps_c:
-        notes.append(f"the baseline has {steps_b} steps, the candidate {steps_c}: compared on the "
-                     f"{common} steps both have")
+        notes.append(
+            f"the baseline has {steps_b} steps, the candidate {steps_c}: compared on the "
+            f"{common} steps both have"
+        )
     if any(d["field"] == "hardware" for d in diffs):
         notes.append("the runs ran on different hardware: timing and memory are not comparable")
     for facts, role in ((fb, "baseline"), (fc, "candidate")):
@@ -71,11 +82,19 @@ def compare_runs(baseline: Path, candidate: Path, tolerances: list[tuple[str, fl
         elif facts.verdict == "Fail":
             notes.append(f"the {role} run's own verdict is Fail")
     return {
-        "verdict": verdict, "reasons": reasons, "notes": notes, "framework": framework, "last_k": k,
+        "verdict": verdict,
+        "reasons": reasons,
+        "notes": notes,
+        "framework": framework,
+        "last_k": k,
         "common_steps": common,
         "baseline": {**fb.to_dict(), "steps": steps_b, "source": sa.source},
         "candidate": {**fc.to_dict(), "steps": steps_c, "source": sb.source},
-        "metrics": rows, "match": closeness(rows), "timing": timing,
+        "metrics": rows,
+        "match": closeness(rows),
+        "timing": timing,
         "timing_regressions": [t["label"] for t in timing if t["regression"]],
-        "gpu": gpu_rows(sa, sb, rules), "differences": diffs, "curves": curves,
+        "gpu": gpu_rows(sa, sb, rules),
+        "differences": diffs,
+        "curves": curves,
     }

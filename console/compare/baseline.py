@@ -38,8 +38,14 @@ Starter = Callable[[RunSpec, argparse.Namespace, Any], Path]
 
 
 def _git(repo: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        ["git", "-C", repo, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def resolve_ref(bridge: str, ref: str) -> str:
@@ -103,8 +109,10 @@ def fill_submodules(bridge: str, worktree: Path, commit: str) -> list[str]:
             notes.append(f"submodule {rel} at {sha[:12]} (a worktree of your checkout's {rel})")
             continue
         dst.symlink_to(src, target_is_directory=True)
-        notes.append(f"submodule {rel}: REF's commit {sha[:12]} is not available locally; the baseline uses "
-                     f"your checkout's {rel} at {(full_head(src) or '?')[:12]}")
+        notes.append(
+            f"submodule {rel}: REF's commit {sha[:12]} is not available locally; the baseline uses "
+            f"your checkout's {rel} at {(full_head(src) or '?')[:12]}"
+        )
     return notes
 
 
@@ -171,8 +179,13 @@ def run_with_baseline(spec: RunSpec, args: argparse.Namespace, start: Starter) -
             print(f"baseline: {note}", file=sys.stderr)
         base_spec = copy.deepcopy(spec)
         base_spec.bridge_repo = str(worktree)
-        base_spec.extra["bridge_state"] = {"path": bridge, "worktree": str(worktree), "ref": ref,
-                                           "commit": commit, "dirty": []}
+        base_spec.extra["bridge_state"] = {
+            "path": bridge,
+            "worktree": str(worktree),
+            "ref": ref,
+            "commit": commit,
+            "dirty": [],
+        }
         base_spec.extra["baseline_role"] = "baseline"
         base_plan = build_plan(base_spec)
         cand_spec = copy.deepcopy(spec)

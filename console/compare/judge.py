@@ -91,13 +91,25 @@ def metric_row(rule: MetricRule, al: Aligned, last_k: int, across_seeds: bool) -
         within = first_div is None
         basis = "step by step"
     return {
-        "key": rule.key, "metric": al.name, "judged": judged, "basis": basis,
-        "tolerance": {"rel": rule.seed_rel if across_seeds else rule.rel,
-                      "abs": rule.seed_abs if across_seeds else rule.abs, "user": rule.overridden},
-        "steps": len(al.steps), "last_k": k,
-        "baseline_mean": _num(bm), "candidate_mean": _num(cm), "delta": _num(delta), "rel_delta": _num(rel),
-        "max_abs_diff": _num(max_abs), "max_rel_diff": _num(max_rel),
-        "first_divergence": first_div, "within": within,
+        "key": rule.key,
+        "metric": al.name,
+        "judged": judged,
+        "basis": basis,
+        "tolerance": {
+            "rel": rule.seed_rel if across_seeds else rule.rel,
+            "abs": rule.seed_abs if across_seeds else rule.abs,
+            "user": rule.overridden,
+        },
+        "steps": len(al.steps),
+        "last_k": k,
+        "baseline_mean": _num(bm),
+        "candidate_mean": _num(cm),
+        "delta": _num(delta),
+        "rel_delta": _num(rel),
+        "max_abs_diff": _num(max_abs),
+        "max_rel_diff": _num(max_rel),
+        "first_divergence": first_div,
+        "within": within,
     }
 
 
@@ -109,11 +121,21 @@ def timing_row(rule: TimingRule, al: Aligned, rules: Rules, last_k: int) -> dict
     worse = None
     if delta is not None:
         worse = delta if rule.better == "lower" else -delta
-    regression = bool(worse is not None and worse > rules.regress_abs
-                      and (rel is None or abs(rel) > rules.regress_rel))
-    return {"key": rule.key, "label": rule.label, "metric": al.name, "better": rule.better, "last_k": k,
-            "baseline": _num(bm), "candidate": _num(cm), "delta": _num(delta), "rel_delta": _num(rel),
-            "regression": regression}
+    regression = bool(
+        worse is not None and worse > rules.regress_abs and (rel is None or abs(rel) > rules.regress_rel)
+    )
+    return {
+        "key": rule.key,
+        "label": rule.label,
+        "metric": al.name,
+        "better": rule.better,
+        "last_k": k,
+        "baseline": _num(bm),
+        "candidate": _num(cm),
+        "delta": _num(delta),
+        "rel_delta": _num(rel),
+        "regression": regression,
+    }
 
 
 def gpu_rows(a: RunSeries, b: RunSeries, rules: Rules) -> list[dict[str, Any]]:
@@ -123,16 +145,33 @@ def gpu_rows(a: RunSeries, b: RunSeries, rules: Rules) -> list[dict[str, Any]]:
         base = pa.peak_bytes if pa else None
         cand = pb.peak_bytes if pb else None
         delta = cand - base if base is not None and cand is not None else None
-        regression = bool(delta is not None and delta > rules.gpu_regress_bytes
-                          and base and delta / base > rules.gpu_regress_rel)
-        rows.append({"device": index, "name": (pb or pa).name if (pb or pa) else "?",
-                     "baseline_bytes": base, "candidate_bytes": cand, "delta_bytes": delta,
-                     "regression": regression})
+        regression = bool(
+            delta is not None
+            and delta > rules.gpu_regress_bytes
+            and base
+            and delta / base > rules.gpu_regress_rel
+        )
+        rows.append(
+            {
+                "device": index,
+                "name": (pb or pa).name if (pb or pa) else "?",
+                "baseline_bytes": base,
+                "candidate_bytes": cand,
+                "delta_bytes": delta,
+                "regression": regression,
+            }
+        )
     return rows
 
 
-def decide(rows: list[dict[str, Any]], diffs: list[dict[str, Any]], common_steps: int, rules: Rules,
-           base: RunFacts, cand: RunFacts) -> tuple[str, list[str]]:
+def decide(
+    rows: list[dict[str, Any]],
+    diffs: list[dict[str, Any]],
+    common_steps: int,
+    rules: Rules,
+    base: RunFacts,
+    cand: RunFacts,
+) -> tuple[str, list[str]]:
     """(verdict, reasons): every reason is one sentence a person can act on."""
     reasons: list[str] = []
     judged = [r for r in rows if r["judged"]]
@@ -155,24 +194,35 @@ def decide(rows: list[dict[str, Any]], diffs: list[dict[str, Any]], common_steps
         seed = next(d for d in diffs if d["kind"] == "seed")
         if moved:
             names = ", ".join(r["key"] for r in moved)
-            return INCONCLUSIVE, [f"different seeds ({seed['baseline']} vs {seed['candidate']}) and {names} "
-                                  "differ beyond the across-seed tolerance: rerun with equal seeds to tell "
-                                  "the change from the seed"]
+            return INCONCLUSIVE, [
+                f"different seeds ({seed['baseline']} vs {seed['candidate']}) and {names} "
+                "differ beyond the across-seed tolerance: rerun with equal seeds to tell "
+                "the change from the seed"
+            ]
         names = ", ".join(r["key"] for r in judged)
-        return SAME, [f"different seeds ({seed['baseline']} vs {seed['candidate']}), but the last-k means of "
-                      f"{names} agree within the across-seed tolerance"]
+        return SAME, [
+            f"different seeds ({seed['baseline']} vs {seed['candidate']}), but the last-k means of "
+            f"{names} agree within the across-seed tolerance"
+        ]
     if moved:
-        moved.sort(key=lambda r: (r["first_divergence"] if r["first_divergence"] is not None else 1 << 30))
+        moved.sort(key=lambda r: r["first_divergence"] if r["first_divergence"] is not None else 1 << 30)
         parts = [f"{r['key']} from step {r['first_divergence']}" for r in moved]
         return CHANGED, [f"beyond tolerance: {', '.join(parts)}"]
-    return SAME, [f"every judged metric ({', '.join(r['key'] for r in judged)}) within tolerance at each of "
-                  f"{common_steps} common steps"]
+    return SAME, [
+        f"every judged metric ({', '.join(r['key'] for r in judged)}) within tolerance at each of "
+        f"{common_steps} common steps"
+    ]
 
 
 def closeness(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """How closely the judged curves matched: the largest absolute and relative step difference."""
-    best: dict[str, Any] = {"max_abs_diff": 0.0, "max_abs_metric": None, "max_rel_diff": 0.0,
-                            "max_rel_metric": None, "identical": True}
+    best: dict[str, Any] = {
+        "max_abs_diff": 0.0,
+        "max_abs_metric": None,
+        "max_rel_diff": 0.0,
+        "max_rel_metric": None,
+        "identical": True,
+    }
     for r in rows:
         if not r["judged"]:
             continue

@@ -11,8 +11,11 @@ def _key(run_dir: Path) -> tuple[str, tuple[int, ...], str] | None:
     spec = read_json(run_dir / "spec.json")
     if not isinstance(spec, dict):
         return None
-    return (str(spec.get("framework") or "?"), tuple(int(x) for x in spec.get("levels") or []),
-            str(spec.get("model") or ""))
+    return (
+        str(spec.get("framework") or "?"),
+        tuple(int(x) for x in spec.get("levels") or []),
+        str(spec.get("model") or ""),
+    )
 
 
 def _created(run_dir: Path) -> tuple[float, str]:
@@ -27,8 +30,11 @@ def pair_with_latest_peer(runs_dir: Path, run_dir: Path) -> tuple[Path, Path] | 
     if key is None:
         return None
     try:
-        others = [p.resolve() for p in Path(runs_dir).iterdir()
-                  if p.is_dir() and not p.name.startswith(".") and (p / "state.json").is_file()]
+        others = [
+            p.resolve()
+            for p in Path(runs_dir).iterdir()
+            if p.is_dir() and not p.name.startswith(".") and (p / "state.json").is_file()
+        ]
     except OSError:
         return None
     peers = [p for p in others if p != run_dir and _key(p) == key]

@@ -47,8 +47,9 @@ def _steps_logs(state: dict[str, Any]) -> dict[str, Any]:
     return {"steps": {s.get("name"): {"log": s.get("log")} for s in state.get("steps") or []}}
 
 
-def _git_line(run_dir: Path, plan: dict[str, Any], state: dict[str, Any], path: str | None,
-              which: str) -> str | None:
+def _git_line(
+    run_dir: Path, plan: dict[str, Any], state: dict[str, Any], path: str | None, which: str
+) -> str | None:
     """'<commit> plus dirty files ...' as the report writes it, from the plan's git steps' logs."""
     from console.report import _repo_state  # the report's own reading of the git steps
 
@@ -88,8 +89,9 @@ def read_facts(run_dir: Path, series: RunSeries | None, rules: Rules) -> RunFact
     doctor = read_json(run_dir / "doctor.json", {}) or {}
     extra = spec.get("extra") or {}
     remedy = extra.get("remedy") or {}
-    overrides = effective_values([str(o) for o in (spec.get("overrides") or [])]
-                                 + [str(o) for o in (remedy.get("overrides") or [])])
+    overrides = effective_values(
+        [str(o) for o in (spec.get("overrides") or [])] + [str(o) for o in (remedy.get("overrides") or [])]
+    )
     seed_keys = [k for k in overrides if k.rsplit(".", 1)[-1] in rules.seed_key_suffixes]
     seed = ",".join(f"{k}={overrides[k]}" for k in sorted(seed_keys)) or DEFAULT_SEED
     env: dict[str, str] = {}
@@ -101,11 +103,21 @@ def read_facts(run_dir: Path, series: RunSeries | None, rules: Rules) -> RunFact
     repo = _git_line(run_dir, plan, state, spec.get("repo"), "repo") if spec.get("repo") else None
     links = {k: str(state[k]) for k in ("baseline_run", "candidate_run", "linked_from") if state.get(k)}
     return RunFacts(
-        id=run_dir.name, path=str(run_dir), framework=str(spec.get("framework") or "unknown"),
-        levels=list(spec.get("levels") or []), variants=[str(v) for v in spec.get("variants") or []],
-        model=spec.get("model"), status=state.get("status"), verdict=state.get("verdict"),
-        overrides={k: redact_text(v) for k, v in overrides.items()}, env=redact_env(env), seed=seed,
-        bridge=bridge, repo=repo, hardware=_hardware(series, doctor), created=state.get("created"),
+        id=run_dir.name,
+        path=str(run_dir),
+        framework=str(spec.get("framework") or "unknown"),
+        levels=list(spec.get("levels") or []),
+        variants=[str(v) for v in spec.get("variants") or []],
+        model=spec.get("model"),
+        status=state.get("status"),
+        verdict=state.get("verdict"),
+        overrides={k: redact_text(v) for k, v in overrides.items()},
+        env=redact_env(env),
+        seed=seed,
+        bridge=bridge,
+        repo=repo,
+        hardware=_hardware(series, doctor),
+        created=state.get("created"),
         links=links,
     )
 
@@ -120,8 +132,14 @@ def differences(base: RunFacts, cand: RunFacts, rules: Rules) -> list[dict[str, 
 
     def add(name: str, b: Any, c: Any, kind: str) -> None:
         if b != c:
-            out.append({"field": name, "baseline": b if b not in (None, "", []) else "-",
-                        "candidate": c if c not in (None, "", []) else "-", "kind": kind})
+            out.append(
+                {
+                    "field": name,
+                    "baseline": b if b not in (None, "", []) else "-",
+                    "candidate": c if c not in (None, "", []) else "-",
+                    "kind": kind,
+                }
+            )
 
     add("framework", base.framework, cand.framework, "config")
     add("levels", "/".join(map(str, base.levels)), "/".join(map(str, cand.levels)), "config")
@@ -131,12 +149,19 @@ def differences(base: RunFacts, cand: RunFacts, rules: Rules) -> list[dict[str, 
     add("variants", ", ".join(sorted(bv - change)), ", ".join(sorted(cv - change)), "config")
     add("model", base.model or "default", cand.model or "default", "config")
     add("seed", base.seed, cand.seed, "seed")
-    seed_keys = {k for k in (*base.overrides, *cand.overrides) if k.rsplit(".", 1)[-1] in rules.seed_key_suffixes}
+    seed_keys = {
+        k for k in (*base.overrides, *cand.overrides) if k.rsplit(".", 1)[-1] in rules.seed_key_suffixes
+    }
     for key in sorted(set(base.overrides) | set(cand.overrides)):
         if key in seed_keys:
             continue
         kind = "info" if _ignored(key, rules) else "config"
-        add(f"override {key}", base.overrides.get(key, "(not set)"), cand.overrides.get(key, "(not set)"), kind)
+        add(
+            f"override {key}",
+            base.overrides.get(key, "(not set)"),
+            cand.overrides.get(key, "(not set)"),
+            kind,
+        )
     for key in sorted(set(base.env) | set(cand.env)):
         kind = "code" if key in CODE_ENV else "config"
         add(f"env {key}", base.env.get(key, "(not set)"), cand.env.get(key, "(not set)"), kind)

@@ -43,8 +43,10 @@ def match_line(r: dict[str, Any]) -> str:
         return "no judged metric in both runs"
     if m.get("identical"):
         return f"identical: every judged value equal at each of {r['common_steps']} common steps"
-    return (f"max abs diff {num(m['max_abs_diff'])} ({m['max_abs_metric']}), "
-            f"max rel diff {pct(m['max_rel_diff'])} ({m['max_rel_metric']}) over {r['common_steps']} common steps")
+    return (
+        f"max abs diff {num(m['max_abs_diff'])} ({m['max_abs_metric']}), "
+        f"max rel diff {pct(m['max_rel_diff'])} ({m['max_rel_metric']}) over {r['common_steps']} common steps"
+    )
 
 
 def _tol(row: dict[str, Any]) -> str:
@@ -60,20 +62,46 @@ def metric_table(r: dict[str, Any]) -> list[tuple[str, ...]]:
     for row in r["metrics"]:
         status = ("ok" if row["within"] else "MOVED") if row["judged"] else "info"
         div = str(row["first_divergence"]) if row["first_divergence"] is not None else "-"
-        out.append((row["key"], num(row["baseline_mean"]), num(row["candidate_mean"]), num(row["delta"]),
-                    pct(row["rel_delta"]), div, _tol(row), status))
+        out.append(
+            (
+                row["key"],
+                num(row["baseline_mean"]),
+                num(row["candidate_mean"]),
+                num(row["delta"]),
+                pct(row["rel_delta"]),
+                div,
+                _tol(row),
+                status,
+            )
+        )
     return out
 
 
 def timing_table(r: dict[str, Any]) -> list[tuple[str, ...]]:
-    return [(t["label"], num(t["baseline"]), num(t["candidate"]), num(t["delta"]), pct(t["rel_delta"]),
-             "REGRESSION" if t["regression"] else "") for t in r["timing"]]
+    return [
+        (
+            t["label"],
+            num(t["baseline"]),
+            num(t["candidate"]),
+            num(t["delta"]),
+            pct(t["rel_delta"]),
+            "REGRESSION" if t["regression"] else "",
+        )
+        for t in r["timing"]
+    ]
 
 
 def gpu_table(r: dict[str, Any]) -> list[tuple[str, ...]]:
-    return [(f"GPU {g['device']} {g['name']}", gib(g["baseline_bytes"]), gib(g["candidate_bytes"]),
-             gib(g["delta_bytes"]) if g["delta_bytes"] is not None else "-",
-             "REGRESSION" if g["regression"] else "") for g in r["gpu"]]
+    return [
+        (
+            f"GPU {g['device']} {g['name']}",
+            gib(g["baseline_bytes"]),
+            gib(g["candidate_bytes"]),
+            gib(g["delta_bytes"]) if g["delta_bytes"] is not None else "-",
+            "REGRESSION" if g["regression"] else "",
+        )
+        for g in r["gpu"]
+    ]
 
 
 def _fmt(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
@@ -86,14 +114,21 @@ def _fmt(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
 def text(r: dict[str, Any]) -> str:
     b, c = r["baseline"], r["candidate"]
     k = r["last_k"]
-    lines = [f"baseline   {b['id']}  ({b['verdict'] or b['status'] or '-'}, {b['steps']} steps, seed {b['seed']})",
-             f"candidate  {c['id']}  ({c['verdict'] or c['status'] or '-'}, {c['steps']} steps, seed {c['seed']})",
-             f"Verdict: {verdict_line(r)}",
-             f"Curves: {match_line(r)}", ""]
+    lines = [
+        f"baseline   {b['id']}  ({b['verdict'] or b['status'] or '-'}, {b['steps']} steps, seed {b['seed']})",
+        f"candidate  {c['id']}  ({c['verdict'] or c['status'] or '-'}, {c['steps']} steps, seed {c['seed']})",
+        f"Verdict: {verdict_line(r)}",
+        f"Curves: {match_line(r)}",
+        "",
+    ]
     if r["metrics"]:
         lines.append(f"Metrics (mean of the last {k} common steps; tolerance rel|abs, * = yours):")
-        lines += ["  " + x for x in _fmt(metric_table(r), ("metric", "baseline", "candidate", "delta", "rel",
-                                                          "diverges at", "tol", ""))]
+        lines += [
+            "  " + x
+            for x in _fmt(
+                metric_table(r), ("metric", "baseline", "candidate", "delta", "rel", "diverges at", "tol", "")
+            )
+        ]
     else:
         lines.append("Metrics: none in both runs")
     if r["timing"]:
@@ -114,28 +149,42 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     """The "Baseline comparison" bullets of the candidate's report (the procedures' summary style)."""
     b, c = r["baseline"], r["candidate"]
     k = r["last_k"]
-    lines = [f"Verdict: {verdict_line(r)}",
-             f"Baseline: {b['id']} (Bridge {b.get('bridge') or 'not recorded'}; verdict {b['verdict'] or '-'})",
-             f"Candidate: {c['id']} (Bridge {c.get('bridge') or 'not recorded'}; verdict {c['verdict'] or '-'})",
-             f"Curves: {match_line(r)}"]
+    lines = [
+        f"Verdict: {verdict_line(r)}",
+        f"Baseline: {b['id']} (Bridge {b.get('bridge') or 'not recorded'}; verdict {b['verdict'] or '-'})",
+        f"Candidate: {c['id']} (Bridge {c.get('bridge') or 'not recorded'}; verdict {c['verdict'] or '-'})",
+        f"Curves: {match_line(r)}",
+    ]
     moved = [m for m in r["metrics"] if m["judged"]]
     if moved:
         parts = []
         for m in moved:
             div = f", diverges from step {m['first_divergence']}" if m["first_divergence"] is not None else ""
-            parts.append(f"{m['key']} {num(m['baseline_mean'])} -> {num(m['candidate_mean'])} "
-                         f"({pct(m['rel_delta'])}{div})")
+            parts.append(
+                f"{m['key']} {num(m['baseline_mean'])} -> {num(m['candidate_mean'])} "
+                f"({pct(m['rel_delta'])}{div})"
+            )
         lines.append(f"Metrics (mean of the last {k} steps): " + "; ".join(parts))
     if r["timing"]:
-        parts = [f"{t['label']} {num(t['baseline'])} -> {num(t['candidate'])} ({pct(t['rel_delta'])})"
-                 + (" REGRESSION" if t["regression"] else "") for t in r["timing"]]
+        parts = [
+            f"{t['label']} {num(t['baseline'])} -> {num(t['candidate'])} ({pct(t['rel_delta'])})"
+            + (" REGRESSION" if t["regression"] else "")
+            for t in r["timing"]
+        ]
         lines.append("Timing: " + "; ".join(parts))
     if r["gpu"]:
-        lines.append("GPU peak memory: " + "; ".join(
-            f"GPU {g['device']} {gib(g['baseline_bytes'])} -> {gib(g['candidate_bytes'])}"
-            + (" REGRESSION" if g["regression"] else "") for g in r["gpu"]))
+        lines.append(
+            "GPU peak memory: "
+            + "; ".join(
+                f"GPU {g['device']} {gib(g['baseline_bytes'])} -> {gib(g['candidate_bytes'])}"
+                + (" REGRESSION" if g["regression"] else "")
+                for g in r["gpu"]
+            )
+        )
     if r["differences"]:
-        lines.append("Differences: " + "; ".join(f"{d['field']} {d['baseline']} -> {d['candidate']}"
-                                                 for d in r["differences"]))
+        lines.append(
+            "Differences: "
+            + "; ".join(f"{d['field']} {d['baseline']} -> {d['candidate']}" for d in r["differences"])
+        )
     lines += [f"Note: {n}" for n in r["notes"]]
     return [redact_text(x) for x in lines]

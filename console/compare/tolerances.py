@@ -87,8 +87,15 @@ def _metric_rule(key: str, raw: dict[str, Any]) -> MetricRule:
     def opt(name: str) -> float | None:
         return float(raw[name]) if name in raw else None
 
-    return MetricRule(key=key, names=tuple(raw["names"]), rel=float(raw["rel"]), abs=float(raw["abs"]),
-                      judge=bool(raw.get("judge", True)), seed_rel=opt("seed_rel"), seed_abs=opt("seed_abs"))
+    return MetricRule(
+        key=key,
+        names=tuple(raw["names"]),
+        rel=float(raw["rel"]),
+        abs=float(raw["abs"]),
+        judge=bool(raw.get("judge", True)),
+        seed_rel=opt("seed_rel"),
+        seed_abs=opt("seed_abs"),
+    )
 
 
 def guess_framework(tags: set[str]) -> str:
@@ -112,10 +119,14 @@ def load_rules(framework: str) -> Rules:
     return Rules(
         framework=framework,
         metrics={k: _metric_rule(k, v) for k, v in metrics.items()},
-        timing={k: TimingRule(k, tuple(v["names"]), str(v.get("label", k)), str(v.get("better", "lower")))
-                for k, v in timing.items()},
-        last_k=int(d.get("last_k", 5)), min_steps=int(d.get("min_steps", 3)),
-        regress_rel=float(d.get("regress_rel", 0.10)), regress_abs=float(d.get("regress_abs", 0.05)),
+        timing={
+            k: TimingRule(k, tuple(v["names"]), str(v.get("label", k)), str(v.get("better", "lower")))
+            for k, v in timing.items()
+        },
+        last_k=int(d.get("last_k", 5)),
+        min_steps=int(d.get("min_steps", 3)),
+        regress_rel=float(d.get("regress_rel", 0.10)),
+        regress_abs=float(d.get("regress_abs", 0.05)),
         gpu_regress_rel=float(d.get("gpu_regress_rel", 0.05)),
         gpu_regress_bytes=float(d.get("gpu_regress_bytes", 256 * 2**20)),
         ignore_override_keys=list(d.get("ignore_override_keys") or []),
@@ -142,20 +153,27 @@ def parse_tolerance(text: str) -> tuple[str, float, float | None]:
     return metric, nums[0], nums[1] if len(nums) == 2 else None
 
 
-def apply_overrides(rules: Rules, overrides: list[tuple[str, float, float | None]],
-                    available: set[str]) -> Rules:
+def apply_overrides(
+    rules: Rules, overrides: list[tuple[str, float, float | None]], available: set[str]
+) -> Rules:
     """User tolerances win; a metric outside the catalog that both runs have becomes a judged metric."""
     metrics = dict(rules.metrics)
     for metric, rel, abs_ in overrides:
         key = next((k for k, r in metrics.items() if metric == k or metric in r.names), None)
         if key is not None:
             r = metrics[key]
-            metrics[key] = replace(r, rel=rel, abs=r.abs if abs_ is None else abs_, judge=True,
-                                   seed_rel=rel, seed_abs=r.abs if abs_ is None else abs_, overridden=True)
+            metrics[key] = replace(
+                r,
+                rel=rel,
+                abs=r.abs if abs_ is None else abs_,
+                judge=True,
+                seed_rel=rel,
+                seed_abs=r.abs if abs_ is None else abs_,
+                overridden=True,
+            )
         elif metric in available:
             metrics[metric] = MetricRule(metric, (metric,), rel, abs_ or 0.0, True, rel, abs_ or 0.0, True)
         else:
             known = ", ".join(sorted(metrics))
-            raise SpecError(f"--tolerance {metric}: no such metric in the catalog ({known}) "
-                            "nor in both runs")
+            raise SpecError(f"--tolerance {metric}: no such metric in the catalog ({known}) nor in both runs")
     return replace(rules, metrics=metrics)

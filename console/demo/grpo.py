@@ -90,9 +90,17 @@ def refit(policy: TinyPolicy, gen_policy: TinyPolicy, bridge: object) -> None:
         gen_policy.load_state_dict(bridge.export_weights(policy.state_dict()))  # type: ignore[attr-defined]
 
 
-def grpo_step(policy: TinyPolicy, reference: TinyPolicy, opt: torch.optim.Optimizer, cfg: Config,
-              gen: torch.Generator, device: torch.device, timings: dict[str, float],
-              gen_policy: TinyPolicy | None = None, bridge: object = None) -> dict[str, float]:
+def grpo_step(
+    policy: TinyPolicy,
+    reference: TinyPolicy,
+    opt: torch.optim.Optimizer,
+    cfg: Config,
+    gen: torch.Generator,
+    device: torch.device,
+    timings: dict[str, float],
+    gen_policy: TinyPolicy | None = None,
+    bridge: object = None,
+) -> dict[str, float]:
     """One GRPO step: refit, sample groups, score them, group-relative advantages, clipped PG update."""
     n_prompts, group = cfg.prompts_per_step, cfg.generations_per_prompt
     prompt_len = task.PROMPT_LEN + 2
@@ -228,7 +236,9 @@ def train(cfg: Config, tb_dir: Path, device: torch.device) -> int:
             writer.add_scalar(f"train/{name}", value, step)
         writer.add_scalar("timing/train/total_step_time", total, step)
         tokens = cfg.prompts_per_step * cfg.generations_per_prompt * (task.PROMPT_LEN * 2 + 2)
-        writer.add_scalar("timing/train/valid_tokens_per_sec_per_gpu", tokens / total if total > 0 else 0.0, step)
+        writer.add_scalar(
+            "timing/train/valid_tokens_per_sec_per_gpu", tokens / total if total > 0 else 0.0, step
+        )
         for name, value in timings.items():
             writer.add_scalar(f"timing/train/{name}", value, step)
         writer.flush()
@@ -245,9 +255,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--variant", choices=("nan",), default=None)
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--lr-scale", type=float, default=1.0, help="multiply the learning rate (a planted change)")
-    p.add_argument("--advantage-norm", choices=("std", "mean"), default=None,
-                   help="std: (r - mean) / std (default); mean: r - mean only (a planted change)")
+    p.add_argument(
+        "--lr-scale", type=float, default=1.0, help="multiply the learning rate (a planted change)"
+    )
+    p.add_argument(
+        "--advantage-norm",
+        choices=("std", "mean"),
+        default=None,
+        help="std: (r - mean) / std (default); mean: r - mean only (a planted change)",
+    )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="NeMo-RL-style overrides")
     args = p.parse_args(argv)
     if args.steps < 1:
@@ -272,8 +288,11 @@ def apply_overrides(cfg: Config, overrides: list[str]) -> list[str]:
     for text in overrides:
         key, sep, value = text.lstrip("+").partition("=")
         if not sep or key not in OVERRIDE_KEYS:
-            print(f"Could not override '{key}'.\nTo append to your config use +{text}\n"
-                  f"Key '{key}' is not in struct (demo keys: {', '.join(OVERRIDE_KEYS)})", file=sys.stderr)
+            print(
+                f"Could not override '{key}'.\nTo append to your config use +{text}\n"
+                f"Key '{key}' is not in struct (demo keys: {', '.join(OVERRIDE_KEYS)})",
+                file=sys.stderr,
+            )
             raise SystemExit(2)
         field_name, kind = OVERRIDE_KEYS[key]
         try:
@@ -308,9 +327,13 @@ def main(argv: list[str] | None = None) -> int:
         cfg.max_grad_norm = math.inf
     apply_overrides(cfg, args.overrides)
     say(describe(device))
-    say(f"Loaded configuration from: demo GRPO (reverse-the-digits task, variant={args.variant or 'default'})")
-    say(f"Overrides: ['grpo.max_num_steps={cfg.steps}', 'policy.optimizer.kwargs.lr={cfg.lr * cfg.lr_scale:g}', "
-        f"'grpo.seed={cfg.seed}', 'grpo.normalize_rewards={str(cfg.normalize_rewards).lower()}']")
+    say(
+        f"Loaded configuration from: demo GRPO (reverse-the-digits task, variant={args.variant or 'default'})"
+    )
+    say(
+        f"Overrides: ['grpo.max_num_steps={cfg.steps}', 'policy.optimizer.kwargs.lr={cfg.lr * cfg.lr_scale:g}', "
+        f"'grpo.seed={cfg.seed}', 'grpo.normalize_rewards={str(cfg.normalize_rewards).lower()}']"
+    )
     return train(cfg, args.tb_dir, device)
 
 

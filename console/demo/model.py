@@ -13,8 +13,9 @@ class TinyPolicy(nn.Module):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(max_len, dim)
-        layer = nn.TransformerEncoderLayer(dim, heads, dim_feedforward=dim * 2, dropout=0.0,
-                                           batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            dim, heads, dim_feedforward=dim * 2, dropout=0.0, batch_first=True, norm_first=True
+        )
         self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab)
@@ -39,8 +40,9 @@ def answer_logprobs(policy: nn.Module, seqs: torch.Tensor, prompt_len: int) -> t
 
 
 @torch.no_grad()
-def generate(policy: nn.Module, prompts: torch.Tensor, answer_len: int,
-             generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def generate(
+    policy: nn.Module, prompts: torch.Tensor, answer_len: int, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample ``answer_len`` tokens after each prompt; return the full sequences and their logprobs.
 
     Sampling is Gumbel-max on the logits, so a policy whose weights went non-finite keeps producing

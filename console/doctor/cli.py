@@ -35,11 +35,15 @@ def format_table(result: dict[str, Any], width: int | None = None) -> str:
     lines = [f"{'CHECK':<{id_w}}  {'STATUS':<6}  EVIDENCE"]
     indent = " " * (id_w + 10)
     for check in result["checks"]:
-        body = textwrap.wrap(check["evidence"] or "-", width=max(20, width - len(indent)), break_on_hyphens=False) or ["-"]
+        body = textwrap.wrap(
+            check["evidence"] or "-", width=max(20, width - len(indent)), break_on_hyphens=False
+        ) or ["-"]
         lines.append(f"{check['id']:<{id_w}}  {_MARK[check['status']]:<6}  {body[0]}")
         lines.extend(indent + more for more in body[1:])
         if check["status"] != "ok":
-            for text in textwrap.wrap("advice: " + check["advice"], width=max(20, width - len(indent)), break_on_hyphens=False):
+            for text in textwrap.wrap(
+                "advice: " + check["advice"], width=max(20, width - len(indent)), break_on_hyphens=False
+            ):
                 lines.append(indent + text)
             remedy = _remedy_text(check["remedy"])
             if remedy:

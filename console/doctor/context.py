@@ -111,8 +111,9 @@ class DoctorContext:
         """Hydra overrides of the spec and of the main step's argv."""
         out = list(self.spec.overrides)
         for step in self.steps():
-            out.extend(a for a in step.get("argv") or [] if isinstance(a, str) and "=" in a
-                       and not a.startswith("-"))
+            out.extend(
+                a for a in step.get("argv") or [] if isinstance(a, str) and "=" in a and not a.startswith("-")
+            )
         return out
 
     def override_value(self, key: str) -> str | None:
@@ -192,8 +193,13 @@ def _gpus_needed(spec: RunSpec, plan: dict[str, Any] | None, env: Mapping[str, s
     return int(doctor_catalog()["defaults"]["gpus"].get(spec.framework, 0))
 
 
-def build_context(spec: RunSpec, plan: Any = None, run_dir: Path | None = None,
-                  probes: Probes | None = None, base_env: Mapping[str, str] | None = None) -> DoctorContext:
+def build_context(
+    spec: RunSpec,
+    plan: Any = None,
+    run_dir: Path | None = None,
+    probes: Probes | None = None,
+    base_env: Mapping[str, str] | None = None,
+) -> DoctorContext:
     plan_d = plan_dict(plan)
     base = dict(os.environ if base_env is None else base_env)
     base.update(spec.env)
@@ -213,6 +219,14 @@ def build_context(spec: RunSpec, plan: Any = None, run_dir: Path | None = None,
     for name in unset:
         env.pop(name, None)
     python = str(spec.extra.get("python") or sys.executable)
-    return DoctorContext(spec=spec, plan=plan_d, run_dir=run_dir, probes=probes or Probes(), env=env,
-                         step_env=step_env, cwd=cwd, python=python,
-                         gpus_needed=_gpus_needed(spec, plan_d, env))
+    return DoctorContext(
+        spec=spec,
+        plan=plan_d,
+        run_dir=run_dir,
+        probes=probes or Probes(),
+        env=env,
+        step_env=step_env,
+        cwd=cwd,
+        python=python,
+        gpus_needed=_gpus_needed(spec, plan_d, env),
+    )

@@ -36,8 +36,13 @@ def check_visible_devices(ctx: DoctorContext) -> dict[str, Any]:
     if ctx.framework == "nemo-rl":
         return finding(VISIBLE_ID, "nemo_rl_rocm", evidence, remedy, names=names)
     if cuda is not None:
-        return finding(VISIBLE_ID, "conflict", f"{shown} together with CUDA_VISIBLE_DEVICES={cuda!r}", remedy,
-                       names=names)
+        return finding(
+            VISIBLE_ID,
+            "conflict",
+            f"{shown} together with CUDA_VISIBLE_DEVICES={cuda!r}",
+            remedy,
+            names=names,
+        )
     return finding(VISIBLE_ID, "ok", f"{evidence} (the demo starts no Ray GPU workers)")
 
 
@@ -71,8 +76,15 @@ def read_nvml() -> GpuReading:
             cap = nvml.query("nvmlDeviceGetCudaComputeCapability", handle.value) if handle.ok else handle
             uuid = nvml.query("nvmlDeviceGetUUID", handle.value) if handle.ok else handle
             if name.ok and cap.ok:
-                gpus.append(Gpu(index, text(name.value) or "?", (int(cap.value[0]), int(cap.value[1])),
-                                text(uuid.value) or "", _mig_uuids(nvml, handle.value)))
+                gpus.append(
+                    Gpu(
+                        index,
+                        text(name.value) or "?",
+                        (int(cap.value[0]), int(cap.value[1])),
+                        text(uuid.value) or "",
+                        _mig_uuids(nvml, handle.value),
+                    )
+                )
             else:
                 gpus.append(Gpu(index, f"unreadable ({(cap if name.ok else name).detail})", (0, 0)))
         return GpuReading(gpus=gpus)
@@ -106,8 +118,10 @@ def check_gpus(ctx: DoctorContext) -> dict[str, Any]:
     visible = _visible(reading.gpus, ctx.env.get("CUDA_VISIBLE_DEVICES"))
     caps = sorted({f"{g.capability[0]}.{g.capability[1]}" for g in visible})
     names = sorted({g.name for g in visible})
-    evidence = (f"{len(visible)} visible of {len(reading.gpus)} ({', '.join(names) or 'none'}; "
-                f"compute capability {', '.join(caps) or '-'}); the plan needs {need}")
+    evidence = (
+        f"{len(visible)} visible of {len(reading.gpus)} ({', '.join(names) or 'none'}; "
+        f"compute capability {', '.join(caps) or '-'}); the plan needs {need}"
+    )
     if len(visible) < need:
         return finding(GPUS_ID, "too_few", evidence, need=need, have=len(visible))
     gen_levels = ctx.catalog["gpus"]["megatron_generation_levels"].get(ctx.framework, [])

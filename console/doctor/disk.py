@@ -45,8 +45,9 @@ def places(ctx: DoctorContext) -> list[Place]:
     out: list[Place] = []
     if not ctx.is_demo:
         model = ctx.model() or ""
-        have_local = bool(model) and (local_model_path(ctx, model) is not None
-                                      or snapshot_dir(hub_cache(ctx.env), model) is not None)
+        have_local = bool(model) and (
+            local_model_path(ctx, model) is not None or snapshot_dir(hub_cache(ctx.env), model) is not None
+        )
         out.append(Place("hf_home", "HF_HOME", hf_home(ctx.env), 0.0))
         out.append(Place("hf_cache", "HF_HUB_CACHE", hub_cache(ctx.env), 0.0 if have_local else weights))
         mp = verl_model_path(ctx) if ctx.framework == "verl" else ctx.path_setting("MODEL_PATH")
@@ -90,8 +91,15 @@ def check_disk_space(ctx: DoctorContext) -> dict[str, Any]:
     groups: dict[object, list[Place]] = {}
     runs_dir = ctx.run_dir or Path(ctx.spec.runs_dir)
     why = runs_folder_problem(runs_dir)
-    unwritable = [] if why is None else [Item("runs_unwritable", f"runs folder {runs_dir}: {why}",
-                                              facts={"path": str(runs_dir), "why": why})]
+    unwritable = (
+        []
+        if why is None
+        else [
+            Item(
+                "runs_unwritable", f"runs folder {runs_dir}: {why}", facts={"path": str(runs_dir), "why": why}
+            )
+        ]
+    )
     for place in places(ctx):
         groups.setdefault(_fs_key(place.path), []).append(place)
     items: list[Item] = []

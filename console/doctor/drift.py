@@ -21,11 +21,14 @@ _ROLE = {"nemo-rl": "nemo-rl", "verl": "verl"}
 def verified_line(framework: str, repo: Any, bridge: Any) -> str:
     """'catalog verified against <fw> <commit>, Bridge <commit>; this run: <fw> <commit>, Bridge <commit>'."""
     repos = load_manifest().get("repos", {})
-    pairs = [(framework, repos.get(_ROLE.get(framework, framework), {}), repo),
-             ("Bridge", repos.get("bridge", {}), bridge)]
+    pairs = [
+        (framework, repos.get(_ROLE.get(framework, framework), {}), repo),
+        ("Bridge", repos.get("bridge", {}), bridge),
+    ]
     ref = ", ".join(f"{name} {str(info.get('commit') or '?')[:12]}" for name, info, _ in pairs)
-    mine = ", ".join(f"{name} {(full_head(str(path)) or '?')[:12] if path else 'not given'}"
-                     for name, _, path in pairs)
+    mine = ", ".join(
+        f"{name} {(full_head(str(path)) or '?')[:12] if path else 'not given'}" for name, _, path in pairs
+    )
     return f"catalog verified against upstream {ref}; checkouts here: {mine}"
 
 

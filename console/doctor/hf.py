@@ -83,7 +83,9 @@ def verl_model_path(ctx: DoctorContext) -> Path | None:
 def pin_remedy(ctx: DoctorContext, path: Path) -> dict[str, Any]:
     """Switch the run to the snapshot path, offline."""
     if ctx.framework == "nemo-rl":
-        return make_remedy(env=OFFLINE_ENV, overrides=[f"policy.model_name={path}", f"policy.tokenizer.name={path}"])
+        return make_remedy(
+            env=OFFLINE_ENV, overrides=[f"policy.model_name={path}", f"policy.tokenizer.name={path}"]
+        )
     return make_remedy(env={**OFFLINE_ENV, "MODEL_PATH": str(path)})
 
 
@@ -113,8 +115,11 @@ def step_models(ctx: DoctorContext) -> dict[str, list[str]]:
         script = next((a for a in argv if a.endswith(".sh")), None)
         entries = table.get(script or "", [{"role": "policy", "key": "policy.model_name"}])
         for entry in entries:
-            model = (_override(argv, entry["key"]) if entry.get("key") else None) \
-                or (env.get(entry["env"]) if entry.get("env") else None) or entry.get("default")
+            model = (
+                (_override(argv, entry["key"]) if entry.get("key") else None)
+                or (env.get(entry["env"]) if entry.get("env") else None)
+                or entry.get("default")
+            )
             if model and "$" not in model and "{" not in model:
                 out.setdefault(model, []).append(str(step.get("name")))
     return out
@@ -122,8 +127,12 @@ def step_models(ctx: DoctorContext) -> dict[str, list[str]]:
 
 def _load(ctx: DoctorContext, paths: list[Path]) -> tuple[ProbeResult, str]:
     argv, label = python_argv(ctx)
-    probe = run_probe([*argv, "-c", LOAD_PROBE, *map(str, paths)], {**ctx.env, **OFFLINE_ENV}, None,
-                      float(ctx.catalog["defaults"]["hf_load_timeout_s"]) * max(1, len(paths)))
+    probe = run_probe(
+        [*argv, "-c", LOAD_PROBE, *map(str, paths)],
+        {**ctx.env, **OFFLINE_ENV},
+        None,
+        float(ctx.catalog["defaults"]["hf_load_timeout_s"]) * max(1, len(paths)),
+    )
     return probe, label
 
 
@@ -146,7 +155,9 @@ def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
 
 
 def _offline(ctx: DoctorContext) -> bool:
-    return ctx.env.get("HF_HUB_OFFLINE", "") not in ("", "0") or ctx.env.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
+    return ctx.env.get("HF_HUB_OFFLINE", "") not in ("", "0") or ctx.env.get(
+        "TRANSFORMERS_OFFLINE", ""
+    ) not in ("", "0")
 
 
 def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, Any]:
@@ -158,9 +169,13 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
     for model, steps in models.items():
         path = local_model_path(ctx, model) or snapshot_dir(cache, model)
         if path is None:
-            items.append(Item("missing_offline" if offline else "missing",
-                              f"{model} ({', '.join(steps)}): no snapshot under {cache}",
-                              facts={"model": model, "cache": str(cache)}))
+            items.append(
+                Item(
+                    "missing_offline" if offline else "missing",
+                    f"{model} ({', '.join(steps)}): no snapshot under {cache}",
+                    facts={"model": model, "cache": str(cache)},
+                )
+            )
         else:
             found[model] = path
     if found:
@@ -170,17 +185,37 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
             steps = ", ".join(models[model])
             answer = answers.get(str(path))
             if probe.payload and "no_transformers" in probe.payload:
-                items.append(Item("no_transformers", f"{model} ({steps}) at {path}: {probe.payload['no_transformers']}",
-                                  facts={"python": label}))
+                items.append(
+                    Item(
+                        "no_transformers",
+                        f"{model} ({steps}) at {path}: {probe.payload['no_transformers']}",
+                        facts={"python": label},
+                    )
+                )
             elif answer is None:
-                items.append(Item("broken", f"{model} ({steps}) at {path}: no answer ({probe.problem()})",
-                                  facts={"path": str(path)}))
+                items.append(
+                    Item(
+                        "broken",
+                        f"{model} ({steps}) at {path}: no answer ({probe.problem()})",
+                        facts={"path": str(path)},
+                    )
+                )
             elif "error" in answer:
-                items.append(Item("broken" if offline else "incomplete", f"{model} ({steps}) at {path}: {answer['error']}",
-                                  facts={"path": str(path)}))
+                items.append(
+                    Item(
+                        "broken" if offline else "incomplete",
+                        f"{model} ({steps}) at {path}: {answer['error']}",
+                        facts={"path": str(path)},
+                    )
+                )
             else:
-                items.append(Item("ok", f"{model} ({steps}) loads offline from {path}: {answer['config']} "
-                                        f"({answer['model_type']}), {answer['tokenizer']} vocab {answer['vocab_size']}"))
+                items.append(
+                    Item(
+                        "ok",
+                        f"{model} ({steps}) loads offline from {path}: {answer['config']} "
+                        f"({answer['model_type']}), {answer['tokenizer']} vocab {answer['vocab_size']}",
+                    )
+                )
     entry = combine(CHECK_ID, items)
     if entry["status"] == "ok":  # every model is cached and loads: the ids resolve offline
         entry["remedy"] = make_remedy(env=OFFLINE_ENV)
@@ -196,12 +231,19 @@ def check_one(ctx: DoctorContext, model: str, steps: str) -> dict[str, Any]:
     if ctx.framework == "verl" and local is None:
         wanted = verl_model_path(ctx)
         if path is None:
-            return finding(CHECK_ID, "verl_missing", f"{model}: no MODEL_PATH {wanted} and no snapshot under {cache}",
-                           make_remedy(commands=[["hf", "download", model, "--local-dir", str(wanted)]]),
-                           model=model, path=str(wanted))
+            return finding(
+                CHECK_ID,
+                "verl_missing",
+                f"{model}: no MODEL_PATH {wanted} and no snapshot under {cache}",
+                make_remedy(commands=[["hf", "download", model, "--local-dir", str(wanted)]]),
+                model=model,
+                path=str(wanted),
+            )
     if path is None:
         case = "missing_offline" if offline else "missing"
-        return finding(CHECK_ID, case, f"{model}{steps}: no snapshot under {cache}", model=model, cache=str(cache))
+        return finding(
+            CHECK_ID, case, f"{model}{steps}: no snapshot under {cache}", model=model, cache=str(cache)
+        )
     probe, label = _load(ctx, [path])
     answer = probe.payload
     if answer is not None and "paths" in answer:
@@ -211,13 +253,21 @@ def check_one(ctx: DoctorContext, model: str, steps: str) -> dict[str, Any]:
     if "no_transformers" in answer:
         return finding(CHECK_ID, "no_transformers", f"{path}: {answer['no_transformers']}", python=label)
     if "error" in answer:
-        return finding(CHECK_ID, "broken" if offline else "incomplete", f"{path}: {answer['error']}",
-                       path=str(path))
-    loaded = (f"{model}{steps}: {path} loads offline: {answer['config']} ({answer['model_type']}), "
-              f"{answer['tokenizer']} vocab {answer['vocab_size']}")
+        return finding(
+            CHECK_ID, "broken" if offline else "incomplete", f"{path}: {answer['error']}", path=str(path)
+        )
+    loaded = (
+        f"{model}{steps}: {path} loads offline: {answer['config']} ({answer['model_type']}), "
+        f"{answer['tokenizer']} vocab {answer['vocab_size']}"
+    )
     if local is not None:
         return finding(CHECK_ID, "local_ok", loaded)
     if ctx.framework == "verl":
-        return finding(CHECK_ID, "verl_no_model_path", f"MODEL_PATH {verl_model_path(ctx)} missing; {loaded}",
-                       pin_remedy(ctx, path), path=str(verl_model_path(ctx)))
+        return finding(
+            CHECK_ID,
+            "verl_no_model_path",
+            f"MODEL_PATH {verl_model_path(ctx)} missing; {loaded}",
+            pin_remedy(ctx, path),
+            path=str(verl_model_path(ctx)),
+        )
     return finding(CHECK_ID, "ok", loaded, pin_remedy(ctx, path))

@@ -29,14 +29,19 @@ def bridge_path():
     return {"file": path}
 """
 
-DRIVER_PROBE = _IMPORT_BODY + f"""
+DRIVER_PROBE = (
+    _IMPORT_BODY
+    + f"""
 import json
 print({MARKER!r} + json.dumps(bridge_path()), flush=True)
 """
+)
 
 # argv: mode ("local" or an address), timeout seconds. PYTHONPATH goes through the runtime_env,
 # as the verl procedure shows; a throw-away local cluster is shut down before exit.
-WORKER_PROBE = _IMPORT_BODY + f"""
+WORKER_PROBE = (
+    _IMPORT_BODY
+    + f"""
 import json, os, sys
 try:
     import ray
@@ -63,6 +68,7 @@ finally:
     ray.shutdown()
 print({MARKER!r} + json.dumps(answer), flush=True)
 """
+)
 
 
 def _under(path: str, root: Path) -> bool:
@@ -73,8 +79,9 @@ def _under(path: str, root: Path) -> bool:
         return False
 
 
-def judge_import(ctx: DoctorContext, check_id: str, where: str, probe: ProbeResult,
-                 extra_evidence: str = "") -> dict[str, Any]:
+def judge_import(
+    ctx: DoctorContext, check_id: str, where: str, probe: ProbeResult, extra_evidence: str = ""
+) -> dict[str, Any]:
     """Turn a probe's answer into the check entry (ok, vendored, wrong_path, missing, failed)."""
     assert ctx.bridge is not None
     expected = ctx.bridge / "src"
@@ -83,13 +90,16 @@ def judge_import(ctx: DoctorContext, check_id: str, where: str, probe: ProbeResu
     path_remedy = make_remedy(env={"PYTHONPATH": pythonpath} if pythonpath else None)
     answer = probe.payload
     if answer is None:
-        return finding(check_id, "failed", f"{where}: no answer ({probe.problem()}){suffix}",
-                       expected=str(expected))
+        return finding(
+            check_id, "failed", f"{where}: no answer ({probe.problem()}){suffix}", expected=str(expected)
+        )
     if "no_ray" in answer:
         return finding(check_id, "no_ray", f"{where}: {answer['no_ray']}", python=ctx.python)
     if "ray_failed" in answer:
         if "InvalidAuthToken" in probe.stderr_tail:
-            suffix += "; the cluster uses token authentication (RAY_AUTH_TOKEN / ~/.ray/auth_token, RAY_AUTH_MODE)"
+            suffix += (
+                "; the cluster uses token authentication (RAY_AUTH_TOKEN / ~/.ray/auth_token, RAY_AUTH_MODE)"
+            )
         return finding(check_id, "ray_failed", f"{where}: {answer['ray_failed']}{suffix}")
     if "file" in answer and answer["file"]:
         path = str(answer["file"])
@@ -105,10 +115,12 @@ def judge_import(ctx: DoctorContext, check_id: str, where: str, probe: ProbeResu
         name = answer.get("name") or ""
         evidence = f"{where}: ModuleNotFoundError: {answer['missing']}{suffix}"
         case = "missing" if name.startswith("megatron") else "failed"
-        return finding(check_id, case, evidence, path_remedy if case == "missing" else None,
-                       expected=str(expected))
-    return finding(check_id, "failed", f"{where}: {answer.get('error', answer)}{suffix}",
-                   expected=str(expected))
+        return finding(
+            check_id, case, evidence, path_remedy if case == "missing" else None, expected=str(expected)
+        )
+    return finding(
+        check_id, "failed", f"{where}: {answer.get('error', answer)}{suffix}", expected=str(expected)
+    )
 
 
 def _timeout(ctx: DoctorContext, key: str) -> float:
@@ -119,8 +131,12 @@ def check_bridge_import_driver(ctx: DoctorContext) -> dict[str, Any]:
     if ctx.is_demo:
         return finding(DRIVER_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     if ctx.bridge is None:
-        return finding(DRIVER_ID, "missing", "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)",
-                       expected="<unset>")
+        return finding(
+            DRIVER_ID,
+            "missing",
+            "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)",
+            expected="<unset>",
+        )
     from_run = bridge_probe(ctx)  # the run's own interpreter, probed once for every check
     if from_run is not None:
         probe, where = from_run
@@ -128,17 +144,21 @@ def check_bridge_import_driver(ctx: DoctorContext) -> dict[str, Any]:
         return judge_import(ctx, DRIVER_ID, where, probe, f"PYTHONPATH={pythonpath}")
     argv, label = python_argv(ctx)
     probe = run_probe([*argv, "-c", DRIVER_PROBE], ctx.env, ctx.cwd, _timeout(ctx, "import_timeout_s"))
-    return judge_import(ctx, DRIVER_ID, f"driver ({label})", probe,
-                        f"PYTHONPATH={ctx.env.get('PYTHONPATH', '')}")
-
+    return judge_import(
+        ctx, DRIVER_ID, f"driver ({label})", probe, f"PYTHONPATH={ctx.env.get('PYTHONPATH', '')}"
+    )
 
 
 def check_bridge_import_ray_worker(ctx: DoctorContext) -> dict[str, Any]:
     if ctx.is_demo:
         return finding(WORKER_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     if ctx.bridge is None:
-        return finding(WORKER_ID, "missing", "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)",
-                       expected="<unset>")
+        return finding(
+            WORKER_ID,
+            "missing",
+            "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)",
+            expected="<unset>",
+        )
     cluster = detect_cluster(ctx)
     timeout = _timeout(ctx, "ray_timeout_s")
     env = dict(ctx.env)

@@ -26,9 +26,28 @@ from console.doctor.probe import MARKER, ProbeResult, run_probe
 
 PYTHON_NAMES = ("python", "python3")
 # `uv run` flags that `uv sync` understands too (value-taking ones listed with their value)
-_SYNC_FLAGS = {"--frozen", "--locked", "--all-packages", "--all-extras", "--all-groups", "--no-dev",
-               "--no-default-groups", "--only-dev", "--inexact", "--exact"}
-_SYNC_VALUE_FLAGS = {"--extra", "--group", "--only-group", "--no-group", "--no-extra", "--package", "--python", "-p"}
+_SYNC_FLAGS = {
+    "--frozen",
+    "--locked",
+    "--all-packages",
+    "--all-extras",
+    "--all-groups",
+    "--no-dev",
+    "--no-default-groups",
+    "--only-dev",
+    "--inexact",
+    "--exact",
+}
+_SYNC_VALUE_FLAGS = {
+    "--extra",
+    "--group",
+    "--only-group",
+    "--no-group",
+    "--no-extra",
+    "--package",
+    "--python",
+    "-p",
+}
 _WOULD_RE = re.compile(r"^Would (download|install|uninstall|create project environment at:?)\s*(.*)$")
 
 # argv: JSON {label: [distribution names]}. Versions first (flushed), then the imports (they may be slow).
@@ -98,12 +117,21 @@ class RunInterpreter:
 
     def to_dict(self) -> dict[str, Any]:
         """The `interpreter` block of doctor JSON (also read by the report's Evidence)."""
-        return {"command": self.argv, "cwd": self.cwd, "source": self.source, "probe": self.probe_argv,
-                "status": self.case, "problem": self.problem or None,
-                "executable": self.answer.get("executable"), "python": self.answer.get("python"),
-                "ext_suffix": self.answer.get("ext_suffix"), "packages": dict(self.answer.get("packages") or {}),
-                "megatron_core": self.answer.get("megatron_core"), "offline": dict(self.offline) or None,
-                "offline_steps": [dict(o) for o in self.offline_steps]}
+        return {
+            "command": self.argv,
+            "cwd": self.cwd,
+            "source": self.source,
+            "probe": self.probe_argv,
+            "status": self.case,
+            "problem": self.problem or None,
+            "executable": self.answer.get("executable"),
+            "python": self.answer.get("python"),
+            "ext_suffix": self.answer.get("ext_suffix"),
+            "packages": dict(self.answer.get("packages") or {}),
+            "megatron_core": self.answer.get("megatron_core"),
+            "offline": dict(self.offline) or None,
+            "offline_steps": [dict(o) for o in self.offline_steps],
+        }
 
 
 def _python_index(argv: list[str]) -> int | None:
@@ -125,13 +153,14 @@ def interpreter_command(ctx: DoctorContext) -> tuple[list[str], dict[str, str], 
             rd = str(ctx.run_dir) if ctx.run_dir else ""
             for key, value in (step.get("env") or {}).items():
                 env[key] = expand(str(value).replace("{run_dir}", rd), ctx.env)
-            return argv[:idx + 1], env, step.get("cwd") or ctx.cwd, "the plan's bridge-import step"
+            return argv[: idx + 1], env, step.get("cwd") or ctx.cwd, "the plan's bridge-import step"
     table = ctx.catalog["interpreters"]
     key = ctx.framework
     if ctx.framework == "verl":
         when = table["verl_uv_when"]
-        if ctx.setting("VERL_USE_UV") == "0" or any((ctx.setting(name) or allowed[0]) not in allowed
-                                                    for name, allowed in when.items()):
+        if ctx.setting("VERL_USE_UV") == "0" or any(
+            (ctx.setting(name) or allowed[0]) not in allowed for name, allowed in when.items()
+        ):
             key = "verl_no_uv"
     argv = [expand(a, {**ctx.env, "ENGINE": ctx.setting("ENGINE") or "vllm"}) for a in table[key]]
     return argv, dict(ctx.env), ctx.cwd, "doctor.toml [interpreters] (no plan was built)"
@@ -190,7 +219,9 @@ def parse_dry_run(text: str) -> dict[str, Any]:
     return out
 
 
-def offline_check(uv: str, argv: list[str], cwd: str | None, env: dict[str, str], timeout: float) -> dict[str, Any]:
+def offline_check(
+    uv: str, argv: list[str], cwd: str | None, env: dict[str, str], timeout: float
+) -> dict[str, Any]:
     """`uv sync --dry-run --offline <the run's flags>`: would the run's `uv run` download or change anything?"""
     cmd = [uv, "sync", "--dry-run", "--offline", *sync_flags(argv)]
     probe = run_probe(cmd, env, cwd, timeout, stderr_limit=1 << 20)  # the counts precede the package list
@@ -210,7 +241,7 @@ def step_flag_sets(ctx: DoctorContext, cwd: str | None, seen: list[str]) -> list
         argv = [str(a) for a in step.get("argv") or []]
         if argv[:2] != ["uv", "run"] or (step.get("cwd") or ctx.cwd) != cwd:
             continue
-        flags = sync_flags([*argv[:_command_index(argv)], "cmd"])
+        flags = sync_flags([*argv[: _command_index(argv)], "cmd"])
         if flags != seen:
             found.setdefault(tuple(flags), []).append(str(step.get("name")))
     return [(list(k), v) for k, v in found.items()]
@@ -238,8 +269,9 @@ def _resolve(ctx: DoctorContext) -> RunInterpreter:
         it.offline = offline_check(uv, argv, cwd, env, limit)
         most = int(ctx.catalog["defaults"]["uv_flag_sets"])
         for flags, steps in step_flag_sets(ctx, cwd, sync_flags(argv))[:most]:
-            it.offline_steps.append({**offline_check(uv, ["uv", "run", *flags, "python"], cwd, env, limit),
-                                     "steps": steps})
+            it.offline_steps.append(
+                {**offline_check(uv, ["uv", "run", *flags, "python"], cwd, env, limit), "steps": steps}
+            )
         if venv is not None and not (venv / "bin" / "python").exists():
             it.case, it.problem = "no_env", f"the uv project environment {venv} does not exist yet"
             return it
@@ -281,9 +313,12 @@ def _this_interpreter(versions: dict[str, list[str]]) -> dict[str, Any]:
                 continue
         return None
 
-    return {"executable": sys.executable, "python": ".".join(map(str, sys.version_info[:3])),
-            "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or ".so",
-            "packages": {label: version(list(names)) for label, names in versions.items()}}
+    return {
+        "executable": sys.executable,
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or ".so",
+        "packages": {label: version(list(names)) for label, names in versions.items()},
+    }
 
 
 def run_interpreter(ctx: DoctorContext) -> RunInterpreter:
@@ -313,7 +348,9 @@ def python_argv(ctx: DoctorContext) -> tuple[list[str], str]:
         return list(it.probe_argv), f"{it.command} -> {it.answer.get('executable')}"
     if ctx.is_demo:
         return [ctx.python], ctx.python
-    return [ctx.python], f"the console's {ctx.python}; the run's `{it.command}` could not be probed: {it.problem}"
+    return [
+        ctx.python
+    ], f"the console's {ctx.python}; the run's `{it.command}` could not be probed: {it.problem}"
 
 
 def versions_text(it: RunInterpreter) -> str:

@@ -31,19 +31,28 @@ def check_run_interpreter(ctx: DoctorContext) -> dict[str, Any]:
 def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
     if it.case == "no_uv":
         remedy = make_remedy(env={"VERL_USE_UV": "0"}) if ctx.framework == "verl" else make_remedy()
-        return Item("no_uv_verl" if ctx.framework == "verl" else "no_uv", f"{where}: uv is not on PATH", remedy)
+        return Item(
+            "no_uv_verl" if ctx.framework == "verl" else "no_uv", f"{where}: uv is not on PATH", remedy
+        )
     if it.case == "no_python":
         return Item("no_python", f"{where}: {it.problem}")
     if it.case == "no_env":
         sync = ["uv", "sync", *sync_flags(it.argv)]
-        return Item("no_env", f"{where}: {it.problem}; versions not read", make_remedy(commands=[sync]),
-                    facts={"sync": " ".join(sync)})
+        return Item(
+            "no_env",
+            f"{where}: {it.problem}; versions not read",
+            make_remedy(commands=[sync]),
+            facts={"sync": " ".join(sync)},
+        )
     if not it.usable:
         return Item("failed", f"{where}: {it.problem}", facts={"command": it.command})
     a = it.answer
     timed = f" ({it.problem})" if it.problem else ""
-    return Item("ok", f"{where} -> {a.get('executable')} (Python {a.get('python')}, EXT_SUFFIX "
-                      f"{a.get('ext_suffix')}): {versions_text(it)}{timed}")
+    return Item(
+        "ok",
+        f"{where} -> {a.get('executable')} (Python {a.get('python')}, EXT_SUFFIX "
+        f"{a.get('ext_suffix')}): {versions_text(it)}{timed}",
+    )
 
 
 def _offline_item(off: dict[str, Any], who: str) -> Item:
@@ -52,12 +61,18 @@ def _offline_item(off: dict[str, Any], who: str) -> Item:
         return Item("offline_unresolvable", f"`{cmd}`: {off['error']}", facts={"command": cmd})
     if off.get("download"):
         create = f"creates {off['create']}, " if off.get("create") else ""
-        return Item("would_download", f"`{cmd}`: {who} {create}would download {off['download']} "
-                                      f"and install {off.get('install', 0)} package(s)",
-                    facts={"n": off["download"]})
+        return Item(
+            "would_download",
+            f"`{cmd}`: {who} {create}would download {off['download']} "
+            f"and install {off.get('install', 0)} package(s)",
+            facts={"n": off["download"]},
+        )
     if off.get("install") or off.get("uninstall") or off.get("create"):
-        return Item("ok", f"`{cmd}`: {who} would install {off.get('install', 0)} and remove "
-                          f"{off.get('uninstall', 0)} package(s) from the uv cache (no download)")
+        return Item(
+            "ok",
+            f"`{cmd}`: {who} would install {off.get('install', 0)} and remove "
+            f"{off.get('uninstall', 0)} package(s) from the uv cache (no download)",
+        )
     return Item("ok", f"`{cmd}`: {who} finds its environment in sync with uv.lock and runs offline")
 
 
@@ -71,5 +86,8 @@ def _core_item(ctx: DoctorContext, it: RunInterpreter) -> Item | None:
         Path(os.path.realpath(core)).relative_to(os.path.realpath(sub))
         return Item("ok", f"megatron.core from {core}")
     except ValueError:
-        return Item("mcore_elsewhere", f"megatron.core from {core}, not from {sub}",
-                    facts={"path": core, "expected": str(sub)})
+        return Item(
+            "mcore_elsewhere",
+            f"megatron.core from {core}, not from {sub}",
+            facts={"path": core, "expected": str(sub)},
+        )

@@ -43,16 +43,25 @@ def _kill_group(proc: subprocess.Popen[str], grace: float = 5.0) -> None:
             continue
 
 
-def run_probe(argv: list[str], env: Mapping[str, str], cwd: str | None, timeout: float,
-              stderr_limit: int = 4000) -> ProbeResult:
+def run_probe(
+    argv: list[str], env: Mapping[str, str], cwd: str | None, timeout: float, stderr_limit: int = 4000
+) -> ProbeResult:
     """Run `argv`; the probe prints `RLC-DOCTOR <json>` lines on stdout. Kills its whole group on timeout.
     `stderr_tail` keeps the last `stderr_limit` characters of stderr."""
     if cwd is not None and not os.path.isdir(cwd):
         cwd = None
     try:
-        proc = subprocess.Popen(argv, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
     except OSError as exc:
         return ProbeResult(None, None, "", error=f"cannot start {argv[0]}: {exc}")
     try:
@@ -66,7 +75,7 @@ def run_probe(argv: list[str], env: Mapping[str, str], cwd: str | None, timeout:
     for line in out.splitlines():
         if line.startswith(MARKER):
             try:
-                payload = json.loads(line[len(MARKER):])
+                payload = json.loads(line[len(MARKER) :])
             except json.JSONDecodeError:
                 continue
     return ProbeResult(proc.returncode, payload, err[-stderr_limit:], timed_out)

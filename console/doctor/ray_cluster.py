@@ -43,8 +43,12 @@ def detect_cluster(ctx: DoctorContext) -> RayCluster:
     names = ", ".join(f"{name} (pid {pid})" for pid, name in procs[:6])
     explicit = ctx.env.get("RAY_ADDRESS")
     if explicit:
-        return RayCluster(True, explicit, [p for p, _ in procs],
-                          f"RAY_ADDRESS={explicit}; " + (names or "no gcs_server/raylet process on this node"))
+        return RayCluster(
+            True,
+            explicit,
+            [p for p, _ in procs],
+            f"RAY_ADDRESS={explicit}; " + (names or "no gcs_server/raylet process on this node"),
+        )
     if not procs:
         return RayCluster(False, None, [], "no gcs_server/raylet process on this node")
     marker = current_cluster_file(ctx)
@@ -57,7 +61,9 @@ def detect_cluster(ctx: DoctorContext) -> RayCluster:
         return RayCluster(True, None, [p for p, _ in procs], f"{names}; the plan's step {stopper} stops it")
     if bootstrap:
         return RayCluster(True, "auto", [p for p, _ in procs], f"{names}; {marker}: {bootstrap}")
-    return RayCluster(True, None, [p for p, _ in procs], f"{names}; no {marker} (a driver's own local cluster)")
+    return RayCluster(
+        True, None, [p for p, _ in procs], f"{names}; no {marker} (a driver's own local cluster)"
+    )
 
 
 def check_stale_ray(ctx: DoctorContext) -> dict[str, Any]:
@@ -66,5 +72,4 @@ def check_stale_ray(ctx: DoctorContext) -> dict[str, Any]:
         return finding(CHECK_ID, "ok", cluster.evidence)
     if ctx.step_running("ray", "stop") and not ctx.env.get("RAY_ADDRESS"):
         return finding(CHECK_ID, "ok", cluster.evidence)
-    return finding(CHECK_ID, "running", cluster.evidence,
-                   make_remedy(commands=[["ray", "stop", "--force"]]))
+    return finding(CHECK_ID, "running", cluster.evidence, make_remedy(commands=[["ray", "stop", "--force"]]))

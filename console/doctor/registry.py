@@ -48,15 +48,21 @@ def _run_one(check_id: str, ctx: DoctorContext) -> dict[str, Any]:
     try:
         entry = CHECKS[check_id](ctx)
     except Exception as exc:  # a broken probe must not hide the other checks
-        entry = {"id": check_id, "status": "warn", "evidence": f"check crashed: {type(exc).__name__}: {exc}",
-                 "advice": "The doctor could not run this check; verify it by hand.", "remedy": empty_remedy()}
+        entry = {
+            "id": check_id,
+            "status": "warn",
+            "evidence": f"check crashed: {type(exc).__name__}: {exc}",
+            "advice": "The doctor could not run this check; verify it by hand.",
+            "remedy": empty_remedy(),
+        }
     return _redacted(entry)
 
 
 def _redacted(entry: dict[str, Any]) -> dict[str, Any]:
     remedy = entry.get("remedy") or empty_remedy()
     return {
-        "id": entry["id"], "status": entry["status"],
+        "id": entry["id"],
+        "status": entry["status"],
         "evidence": redact_text(str(entry.get("evidence", ""))),
         "advice": redact_text(str(entry.get("advice", ""))),
         "remedy": {
@@ -68,9 +74,15 @@ def _redacted(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_doctor(spec: RunSpec, plan: Any = None, *, checks: list[str] | None = None,
-               probes: Probes | None = None, run_dir: Path | None = None,
-               context: DoctorContext | None = None) -> dict[str, Any]:
+def run_doctor(
+    spec: RunSpec,
+    plan: Any = None,
+    *,
+    checks: list[str] | None = None,
+    probes: Probes | None = None,
+    run_dir: Path | None = None,
+    context: DoctorContext | None = None,
+) -> dict[str, Any]:
     """Run the preflight checks; returns `{"verdict": "ok|warn|block", "checks": [...], "interpreter": {...}}`.
 
     `interpreter` (present when a check probed it) is the run's own interpreter: its command,

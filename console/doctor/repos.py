@@ -24,15 +24,28 @@ def check_repo_state(ctx: DoctorContext) -> dict[str, Any]:
         items.append(Item("missing_bridge", "Bridge checkout: not given"))
     else:
         state = repo_state(bridge)
-        items.append(Item("ok" if state.head else "not_git", f"Bridge: {state.describe()}",
-                          facts={"path": str(bridge)}))
+        items.append(
+            Item(
+                "ok" if state.head else "not_git", f"Bridge: {state.describe()}", facts={"path": str(bridge)}
+            )
+        )
     if repo is None:
-        items.append(Item("missing_repo", f"{ctx.framework} checkout: not given",
-                          facts={"framework": ctx.framework, "repo_var": _REPO_VAR[ctx.framework]}))
+        items.append(
+            Item(
+                "missing_repo",
+                f"{ctx.framework} checkout: not given",
+                facts={"framework": ctx.framework, "repo_var": _REPO_VAR[ctx.framework]},
+            )
+        )
     else:
         state = repo_state(repo)
-        items.append(Item("ok" if state.head else "not_git", f"{ctx.framework}: {state.describe()}",
-                          facts={"path": str(repo)}))
+        items.append(
+            Item(
+                "ok" if state.head else "not_git",
+                f"{ctx.framework}: {state.describe()}",
+                facts={"path": str(repo)},
+            )
+        )
     if ctx.framework == "nemo-rl" and repo is not None and bridge is not None:
         items.append(vendored_bridge_item(ctx))
     return combine(CHECK_ID, items)
@@ -41,8 +54,14 @@ def check_repo_state(ctx: DoctorContext) -> dict[str, Any]:
 def gitlink(repo: Path, rel: str) -> str | None:
     """The commit a submodule is pinned at in ``repo``'s HEAD tree (``git ls-tree HEAD <rel>``)."""
     try:
-        out = subprocess.run(["git", "-C", str(repo), "ls-tree", "HEAD", rel], capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL, timeout=30, check=False)
+        out = subprocess.run(
+            ["git", "-C", str(repo), "ls-tree", "HEAD", rel],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     parts = out.stdout.split()
@@ -65,17 +84,29 @@ def vendored_bridge_item(ctx: DoctorContext) -> Item:
     v_head = full_head(vendored) if initialised else gitlink(ctx.repo, rel)
     b_head = full_head(ctx.bridge)
     if not initialised:
-        return Item("vendored_differs" if v_head != b_head else "vendored_same",
-                    f"vendored Bridge: submodule not initialised, pinned at {(v_head or 'unknown')[:12]} "
-                    f"(gitlink); checkout under test @ {(b_head or 'no git')[:12]}", facts=facts)
+        return Item(
+            "vendored_differs" if v_head != b_head else "vendored_same",
+            f"vendored Bridge: submodule not initialised, pinned at {(v_head or 'unknown')[:12]} "
+            f"(gitlink); checkout under test @ {(b_head or 'no git')[:12]}",
+            facts=facts,
+        )
     if v_head is None or v_head != b_head:
-        return Item("vendored_differs",
-                    f"vendored Bridge: {vendored} @ {(v_head or 'no git')[:12]} differs from the checkout "
-                    f"under test @ {(b_head or 'no git')[:12]}", facts=facts)
+        return Item(
+            "vendored_differs",
+            f"vendored Bridge: {vendored} @ {(v_head or 'no git')[:12]} differs from the checkout "
+            f"under test @ {(b_head or 'no git')[:12]}",
+            facts=facts,
+        )
     v_dirty, b_dirty = repo_state(vendored).dirty, repo_state(ctx.bridge).dirty
     if sorted(v_dirty) != sorted(b_dirty):
-        return Item("vendored_dirty_mismatch",
-                    f"vendored Bridge: same commit {v_head[:12]} but local changes differ "
-                    f"({len(v_dirty)} vs {len(b_dirty)} dirty files)", facts=facts)
-    return Item("vendored_same", f"vendored Bridge: same commit {v_head[:12]} and dirty files as the checkout "
-                "under test", facts=facts)
+        return Item(
+            "vendored_dirty_mismatch",
+            f"vendored Bridge: same commit {v_head[:12]} but local changes differ "
+            f"({len(v_dirty)} vs {len(b_dirty)} dirty files)",
+            facts=facts,
+        )
+    return Item(
+        "vendored_same",
+        f"vendored Bridge: same commit {v_head[:12]} and dirty files as the checkout under test",
+        facts=facts,
+    )

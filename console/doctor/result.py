@@ -18,10 +18,18 @@ def empty_remedy() -> dict[str, Any]:
     return {"env": {}, "unset": [], "overrides": [], "commands": []}
 
 
-def make_remedy(env: dict[str, str] | None = None, unset: Iterable[str] = (),
-                overrides: Iterable[str] = (), commands: Iterable[list[str]] = ()) -> dict[str, Any]:
-    return {"env": dict(env or {}), "unset": list(unset), "overrides": list(overrides),
-            "commands": [list(c) for c in commands]}
+def make_remedy(
+    env: dict[str, str] | None = None,
+    unset: Iterable[str] = (),
+    overrides: Iterable[str] = (),
+    commands: Iterable[list[str]] = (),
+) -> dict[str, Any]:
+    return {
+        "env": dict(env or {}),
+        "unset": list(unset),
+        "overrides": list(overrides),
+        "commands": [list(c) for c in commands],
+    }
 
 
 def merge_remedies(remedies: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -57,11 +65,17 @@ class Item:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-def finding(check_id: str, case: str, evidence: str, remedy: dict[str, Any] | None = None,
-            **facts: Any) -> dict[str, Any]:
+def finding(
+    check_id: str, case: str, evidence: str, remedy: dict[str, Any] | None = None, **facts: Any
+) -> dict[str, Any]:
     status, advice = advice_for(check_id, case, **facts)
-    return {"id": check_id, "status": status, "evidence": evidence, "advice": advice,
-            "remedy": remedy or empty_remedy()}
+    return {
+        "id": check_id,
+        "status": status,
+        "evidence": evidence,
+        "advice": advice,
+        "remedy": remedy or empty_remedy(),
+    }
 
 
 def combine(check_id: str, items: list[Item]) -> dict[str, Any]:

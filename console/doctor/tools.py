@@ -14,8 +14,10 @@ from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding, m
 
 CHECK_ID = "tools"
 _FALSE = ("false", "False", "0", "null", "None", "none")
-_NVTX_PROBE = (f"import importlib.util, json; "
-               f"print({MARKER!r} + json.dumps(importlib.util.find_spec('nvtx') is not None))")
+_NVTX_PROBE = (
+    f"import importlib.util, json; "
+    f"print({MARKER!r} + json.dumps(importlib.util.find_spec('nvtx') is not None))"
+)
 
 
 def check_tools(ctx: DoctorContext) -> dict[str, Any]:
@@ -51,8 +53,11 @@ def verl_uv_item(ctx: DoctorContext) -> Item:
     value = ctx.setting("VERL_USE_UV")
     if value == "0":
         return Item("ok", "VERL_USE_UV=0: the wrapper runs the image's python3")
-    return Item("verl_uses_uv", f"verl wrapper has a uv launcher and VERL_USE_UV={value or '<unset, 1>'}",
-                make_remedy(env={"VERL_USE_UV": "0"}))
+    return Item(
+        "verl_uses_uv",
+        f"verl wrapper has a uv launcher and VERL_USE_UV={value or '<unset, 1>'}",
+        make_remedy(env={"VERL_USE_UV": "0"}),
+    )
 
 
 def profiler_item(ctx: DoctorContext) -> Item:
@@ -64,7 +69,9 @@ def profiler_item(ctx: DoctorContext) -> Item:
     probe = run_probe([*argv, "-c", _NVTX_PROBE], ctx.env, ctx.cwd, 60)
     has_nvtx = probe.payload is True
     nsys = ctx.probes.which("nsys")
-    evidence = f"nvtx: {'importable' if has_nvtx else 'not importable'} by {label}; nsys: {nsys or 'not on PATH'}"
+    evidence = (
+        f"nvtx: {'importable' if has_nvtx else 'not importable'} by {label}; nsys: {nsys or 'not on PATH'}"
+    )
     if has_nvtx and nsys:
         return Item("ok", evidence)
     return Item("no_nvtx", evidence, make_remedy(overrides=["global_profiler.tool=null"]))
@@ -81,9 +88,15 @@ def gsm8k_item(ctx: DoctorContext) -> Item:
     prep = paths["verl_gsm8k_prep"]
     preparer = ctx.step_running(prep)
     if preparer:
-        return Item("ok", f"GSM8K parquet missing now ({', '.join(missing)}); the plan's step {preparer} prepares it")
-    return Item("no_gsm8k", f"GSM8K parquet missing: {', '.join(missing)}",
-                make_remedy(commands=[["python3", prep, "--local_save_dir", out_dir]]), facts={"prep": prep})
+        return Item(
+            "ok", f"GSM8K parquet missing now ({', '.join(missing)}); the plan's step {preparer} prepares it"
+        )
+    return Item(
+        "no_gsm8k",
+        f"GSM8K parquet missing: {', '.join(missing)}",
+        make_remedy(commands=[["python3", prep, "--local_save_dir", out_dir]]),
+        facts={"prep": prep},
+    )
 
 
 def reward_model_item(ctx: DoctorContext) -> Item:
@@ -93,8 +106,11 @@ def reward_model_item(ctx: DoctorContext) -> Item:
     path = ctx.path_setting("RM_MODEL_PATH", ctx.catalog["paths"]["verl_rm_model_path"])
     if path is not None and path.is_dir():
         return Item("ok", f"reward model: {path}")
-    return Item("no_reward_model", f"reward model path missing: {path}",
-                make_remedy(overrides=["reward.reward_model.enable=False"]))
+    return Item(
+        "no_reward_model",
+        f"reward model path missing: {path}",
+        make_remedy(overrides=["reward.reward_model.enable=False"]),
+    )
 
 
 def fingerprint_item(ctx: DoctorContext, timeout: float | None = None) -> Item:
@@ -117,8 +133,11 @@ def fingerprint_item(ctx: DoctorContext, timeout: float | None = None) -> Item:
         return Item("ok", f"container fingerprint: cannot read {stored} ({exc})")
     if probe.payload.strip() == expected:
         return Item("ok", f"container fingerprint matches {stored}")
-    return Item("fingerprint_mismatch", f"container fingerprint {stored} differs from {script}'s output",
-                make_remedy(env={"NRL_FORCE_REBUILD_VENVS": "true"}))
+    return Item(
+        "fingerprint_mismatch",
+        f"container fingerprint {stored} differs from {script}'s output",
+        make_remedy(env={"NRL_FORCE_REBUILD_VENVS": "true"}),
+    )
 
 
 # Runs a script and reports its stdout as one JSON string.
@@ -136,5 +155,8 @@ def cuda_arch_item(ctx: DoctorContext) -> Item:
     value = ctx.setting("TORCH_CUDA_ARCH_LIST")
     if value:
         return Item("ok", f"TORCH_CUDA_ARCH_LIST={value!r}")
-    return Item("no_cuda_arch", "TORCH_CUDA_ARCH_LIST unset (Megatron backend)",
-                make_remedy(env={"TORCH_CUDA_ARCH_LIST": cuda_arch_list(ctx)}))
+    return Item(
+        "no_cuda_arch",
+        "TORCH_CUDA_ARCH_LIST unset (Megatron backend)",
+        make_remedy(env={"TORCH_CUDA_ARCH_LIST": cuda_arch_list(ctx)}),
+    )

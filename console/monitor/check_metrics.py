@@ -48,8 +48,13 @@ class CheckResult:
     refused: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "passed": self.passed, "message": self.message,
-                "value": self.value, "refused": self.refused}
+        return {
+            "check": self.check,
+            "passed": self.passed,
+            "message": self.message,
+            "value": self.value,
+            "refused": self.refused,
+        }
 
 
 # ------------------------------------------------------------------ helpers (NeMo-RL semantics)
@@ -131,13 +136,23 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 _KEYWORDS = {"range_start", "range_end", "ignore_top_p", "threshold", "ndigits"}
 
 _CMP: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-    ast.Eq: operator.eq, ast.NotEq: operator.ne,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
 }
 _BIN: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
 }
 
 
@@ -188,8 +203,12 @@ def _bounded(op: ast.operator, a: Any, b: Any) -> None:
             raise RefusedExpression(f"refused: ** result larger than {MAX_INT_BITS} bits")
     elif isinstance(op, ast.Pow) and isinstance(b, int | float) and abs(b) > 10_000:
         raise RefusedExpression("refused: exponent too large")
-    elif isinstance(op, ast.Mult) and isinstance(a, int) and isinstance(b, int) \
-            and _int_bits(a) + _int_bits(b) > MAX_INT_BITS:
+    elif (
+        isinstance(op, ast.Mult)
+        and isinstance(a, int)
+        and isinstance(b, int)
+        and _int_bits(a) + _int_bits(b) > MAX_INT_BITS
+    ):
         raise RefusedExpression(f"refused: * result larger than {MAX_INT_BITS} bits")
 
 
@@ -383,8 +402,10 @@ def render_table(results: list[CheckResult], width: int = 300) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m console.monitor.check_metrics",
-                                 description="Check conditions against a metrics JSON file")
+    ap = argparse.ArgumentParser(
+        prog="python -m console.monitor.check_metrics",
+        description="Check conditions against a metrics JSON file",
+    )
     ap.add_argument("json_file", help="metrics.json ({tag: {step: value}})")
     ap.add_argument("checks", nargs="+", help="conditions, e.g. 'max(data[\"train/loss\"]) < 1.5'")
     ap.add_argument("--table-width", type=int, default=None)

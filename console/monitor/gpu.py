@@ -85,8 +85,12 @@ class GpuSampler:
     then from this process's environment (unset: every GPU).
     """
 
-    def __init__(self, run_pids_fn: Callable[[], set[int]] | None = None, nvml: Any = None,
-                 cuda_visible: str | None = None) -> None:
+    def __init__(
+        self,
+        run_pids_fn: Callable[[], set[int]] | None = None,
+        nvml: Any = None,
+        cuda_visible: str | None = None,
+    ) -> None:
         self.run_pids_fn = run_pids_fn
         self.cuda_visible = cuda_visible
         self._nvml = Nvml(nvml)
@@ -138,7 +142,9 @@ class GpuSampler:
         if ours:
             how = "by-pid" if any(p.ours for d in devices for p in d.procs) else "by-device"
         if how == "by-device":
-            ids = [DeviceIds(d.index, d.uuid, tuple(str(i.get("uuid")) for i in d.instances)) for d in devices]
+            ids = [
+                DeviceIds(d.index, d.uuid, tuple(str(i.get("uuid")) for i in d.instances)) for d in devices
+            ]
             run_set = set(visible_indexes(self._run_visible(ours), ids))
             for p in (p for d in devices if d.index in run_set for p in d.procs):
                 p.ours = True
@@ -173,8 +179,15 @@ class GpuSampler:
             return dev
         h = handle.value
         answers = [handle]
-        name, uuid, mem, mode = (q(f, h) for f in ("nvmlDeviceGetName", "nvmlDeviceGetUUID",
-                                                     "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMigMode"))
+        name, uuid, mem, mode = (
+            q(f, h)
+            for f in (
+                "nvmlDeviceGetName",
+                "nvmlDeviceGetUUID",
+                "nvmlDeviceGetMemoryInfo",
+                "nvmlDeviceGetMigMode",
+            )
+        )
         answers += [name, uuid, mem, mode]
         dev.name = text(name.value) or "?"
         dev.uuid = text(uuid.value) or "?"

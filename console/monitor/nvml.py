@@ -137,8 +137,10 @@ class Nvml:
                 return
             self._missing.add(name)
             lib_version = getattr(self.lib, "__version__", None) or _package_version()
-            self.notices.append(f"NVML function {name} is missing in driver {self.driver or '?'} "
-                                f"(nvidia-ml-py {lib_version} is newer than the driver): using an older one")
+            self.notices.append(
+                f"NVML function {name} is missing in driver {self.driver or '?'} "
+                f"(nvidia-ml-py {lib_version} is newer than the driver): using an older one"
+            )
 
 
 def _package_version() -> str:

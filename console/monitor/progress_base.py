@@ -14,7 +14,9 @@ from console.monitor.eta import EtaEstimator
 _LABEL_RE = re.compile(r"^\[[^\]\n]{1,60}\] ")
 # Ray actor prefixes: "(TaskRunner pid=12)", "(MegatronPolicyWorker[rank=0] pid=3, ip=10.0.0.1)".
 _RAY_RE = re.compile(r"^\((?:[A-Za-z_][\w.]*(?:\[[^\]]*\])?)(?: pid=\d+)?(?:, ip=[\w.:-]+)?\) ?")
-_NUM_RE = re.compile(r"^(?:np\.\w+\()?\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))\s*\)?$")
+_NUM_RE = re.compile(
+    r"^(?:np\.\w+\()?\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))\s*\)?$"
+)
 
 
 def strip_prefixes(text: str) -> str:

@@ -39,8 +39,6 @@ def dump(
     return data
 
 
-
-
 def _summary(data: dict[str, dict[str, float]]) -> str:
     lines = []
     for tag, steps in data.items():
@@ -54,15 +52,23 @@ def _summary(data: dict[str, dict[str, float]]) -> str:
         )
         head = ", ".join(f"{k}: {steps[k]:.6g}" for k in keys[:3])
         tail = ", ".join(f"{k}: {steps[k]:.6g}" for k in keys[-3:]) if len(keys) > 3 else ""
-        lines.append(f"{tag} ({len(vals)} steps)  {stats}  first: {head}" + (f"  last: {tail}" if tail else ""))
+        lines.append(
+            f"{tag} ({len(vals)} steps)  {stats}  first: {head}" + (f"  last: {tail}" if tail else "")
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m console.monitor.tb_dump", description=__doc__.split("\n\n")[1])
-    ap.add_argument("log_dir", nargs="+", help="folders holding TensorBoard event files (searched recursively)")
+    ap = argparse.ArgumentParser(
+        prog="python -m console.monitor.tb_dump", description=__doc__.split("\n\n")[1]
+    )
+    ap.add_argument(
+        "log_dir", nargs="+", help="folders holding TensorBoard event files (searched recursively)"
+    )
     ap.add_argument("--output_path", "--output-path", default=None, help="metrics.json to write")
-    ap.add_argument("--error-on-conflicts", action="store_true", help="fail when two files disagree on a step")
+    ap.add_argument(
+        "--error-on-conflicts", action="store_true", help="fail when two files disagree on a step"
+    )
     ap.add_argument("--require-tag-prefix", default=None, help="fail unless some tag starts with this")
     args = ap.parse_args(argv)
     try:

@@ -121,7 +121,12 @@ class TbReader:
                 for tag, steps in self._data[path].items():
                     dst = merged.setdefault(tag, {})
                     for step, v in steps.items():
-                        if error_on_conflicts and step in dst and dst[step][1] != path and not _same(dst[step][0], v):
+                        if (
+                            error_on_conflicts
+                            and step in dst
+                            and dst[step][1] != path
+                            and not _same(dst[step][0], v)
+                        ):
                             raise ConflictError(
                                 f"Conflict detected for metric '{tag}' at step {step}:\n"
                                 f"  {dst[step][1]}: {dst[step][0]}\n  {path}: {v}"

@@ -39,9 +39,17 @@ def _catalog(framework: str):
 def catalog_levels(framework: str) -> list[LevelInfo]:
     """The framework's coverage levels, for the guided screen."""
     cat = _catalog(framework)
-    return [LevelInfo(number=lv.number, title=lv.title, required_when=lv.required_when, proves=lv.proves,
-                      gpus=lv.gpus, variants=[v.name for v in cat.variants if lv.number in v.levels])
-            for lv in cat.levels]
+    return [
+        LevelInfo(
+            number=lv.number,
+            title=lv.title,
+            required_when=lv.required_when,
+            proves=lv.proves,
+            gpus=lv.gpus,
+            variants=[v.name for v in cat.variants if lv.number in v.levels],
+        )
+        for lv in cat.levels
+    ]
 
 
 def touched_areas() -> list[tuple[str, str]]:
@@ -61,5 +69,14 @@ def recommend_levels(framework: str, touched: list[str]) -> list[int]:
     return sorted(levels)
 
 
-__all__ = ["LevelInfo", "Plan", "Step", "build_plan", "catalog_levels", "recommend_levels", "render_sh",
-           "touched_areas", "validate_overrides"]
+__all__ = [
+    "LevelInfo",
+    "Plan",
+    "Step",
+    "build_plan",
+    "catalog_levels",
+    "recommend_levels",
+    "render_sh",
+    "touched_areas",
+    "validate_overrides",
+]

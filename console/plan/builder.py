@@ -96,8 +96,14 @@ def _git_checkout(path: str | None, flag: str, framework: str, env_name: str) ->
     if not p.is_dir():
         raise SpecError(f"{flag} {path}: no such directory")
     try:
-        proc = subprocess.run(["git", "-C", str(p), "rev-parse", "--git-dir"], capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=30, check=False)
+        proc = subprocess.run(
+            ["git", "-C", str(p), "rev-parse", "--git-dir"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SpecError(f"{flag} {path}: cannot run git ({exc})") from None
     if proc.returncode != 0:
@@ -125,8 +131,10 @@ def _model(model: str | None) -> tuple[str | None, bool]:
 def _check_env(env: dict[str, str]) -> None:
     for key, value in env.items():
         if not isinstance(key, str) or not ENV_NAME_RE.match(key):
-            raise SpecError(f"--env {key!r}: invalid environment variable name (letters, digits, _; "
-                            "not starting with a digit)")
+            raise SpecError(
+                f"--env {key!r}: invalid environment variable name (letters, digits, _; "
+                "not starting with a digit)"
+            )
         if not isinstance(value, str) or "\x00" in value:
             raise SpecError(f"--env {key}: value must be text without NUL characters")
 
@@ -145,8 +153,10 @@ def _levels_and_variants(cat: FrameworkCatalog, spec: RunSpec) -> tuple[list[int
             raise SpecError(f"unknown variant {name!r} for {cat.name} (variants: {known})")
         if not set(v.levels) & set(levels):
             lv = " or ".join(f"--level {n}" for n in v.levels)
-            raise SpecError(f"variant {name!r} belongs to Level {'/'.join(map(str, v.levels))}, "
-                            f"which was not requested (add {lv})")
+            raise SpecError(
+                f"variant {name!r} belongs to Level {'/'.join(map(str, v.levels))}, "
+                f"which was not requested (add {lv})"
+            )
         variants.append(v)
     for n in levels:
         level = cat.level(n)
@@ -173,10 +183,17 @@ def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -
             chosen.append(sel)
             for v in mine:
                 if v.mode == "rerun" and _targets(v, st):
-                    chosen.append(_Selected(st, n, variants=[*sel.variants, v],
-                                            extra_args=[*sel.extra_args, *v.args],
-                                            extra_env={**sel.extra_env, **v.env},
-                                            name=f"{st.name}-{v.name}", title=f"{st.title} [{v.title}]"))
+                    chosen.append(
+                        _Selected(
+                            st,
+                            n,
+                            variants=[*sel.variants, v],
+                            extra_args=[*sel.extra_args, *v.args],
+                            extra_env={**sel.extra_env, **v.env},
+                            name=f"{st.name}-{v.name}",
+                            title=f"{st.title} [{v.title}]",
+                        )
+                    )
         for v in mine:
             if v.mode == "add":
                 for st in v.steps:
@@ -240,9 +257,16 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     def lookup(name: str) -> str | None:
         return user_env.get(name) if name in user_env else os.environ.get(name)
 
-    ctx = _Ctx({"repo": repo or from_manifest.get("repo", ""), "bridge": bridge or from_manifest.get("bridge", ""),
-                "model": model or "", "python": sys.executable,
-                "home": str(Path.home())}, lookup)
+    ctx = _Ctx(
+        {
+            "repo": repo or from_manifest.get("repo", ""),
+            "bridge": bridge or from_manifest.get("bridge", ""),
+            "model": model or "",
+            "python": sys.executable,
+            "home": str(Path.home()),
+        },
+        lookup,
+    )
     for key, template in cat.placeholders.items():
         ctx.values[key] = ctx.expand(template)
     pythonpath = None
@@ -260,7 +284,9 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     remedy_overrides = [str(x) for x in remedy.get("overrides") or []]
     user_overrides = [*spec.overrides, *remedy_overrides]
 
-    bridge_tests = [str(t) for t in (spec.extra.get("bridge_tests") or [])] if isinstance(spec.extra, dict) else []
+    bridge_tests = (
+        [str(t) for t in (spec.extra.get("bridge_tests") or [])] if isinstance(spec.extra, dict) else []
+    )
     for t in bridge_tests:
         if "\x00" in t or not bridge or not (Path(bridge) / t.split("::", 1)[0]).exists():
             raise SpecError(f"--bridge-test {t}: not found in the Bridge checkout {bridge or '(none)'}")
@@ -326,8 +352,10 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
         if st.steps_env and _int(env.get(st.steps_env)) is not None:
             total = _int(env[st.steps_env])
         vs = sel.variants if sel else []
-        cwd = {"repo": repo or from_manifest.get("repo"),
-               "bridge": bridge or from_manifest.get("bridge")}.get(st.cwd) or ctx.expand(st.cwd)
+        cwd = {
+            "repo": repo or from_manifest.get("repo"),
+            "bridge": bridge or from_manifest.get("bridge"),
+        }.get(st.cwd) or ctx.expand(st.cwd)
         if cat.tp_guard and st.kind == "train":
             _tp_warning(cat, st, eff, sel.name if sel and sel.name else st.name, warnings)
         resolve_args[sel.name if sel and sel.name else st.name] = (st.cwd, st.config, catalog_args, mine)
@@ -335,15 +363,23 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
             name=(sel.name if sel and sel.name else st.name),
             title=(sel.title if sel and sel.title else st.title)
             + ("" if not vs or (sel and sel.name) else " + " + ", ".join(v.title for v in vs)),
-            argv=argv, cwd=cwd, env=env, unset=unset, gpus=gpus,
+            argv=argv,
+            cwd=cwd,
+            env=env,
+            unset=unset,
+            gpus=gpus,
             proves=ctx.expand(st.proves) + "".join(" " + v.proves for v in vs if v.proves not in st.proves),
             criteria=[ctx.expand(c) for c in st.criteria] + [c for v in vs for c in v.criteria],
-            level=level, variant=",".join(v.name for v in vs) or None,
-            deliverable=st.deliverable, kind=st.kind,
+            level=level,
+            variant=",".join(v.name for v in vs) or None,
+            deliverable=st.deliverable,
+            kind=st.kind,
             log_files=[ctx.expand(x) for x in st.log_files],
             tb_dir=ctx.expand(st.tb_dir) if st.tb_dir else None,
             metrics_json=ctx.expand(st.metrics_json) if st.metrics_json else None,
-            checks=list(st.checks), total_steps=total, on_failure=st.on_failure,
+            checks=list(st.checks),
+            total_steps=total,
+            on_failure=st.on_failure,
             report_metrics=[*st.report_metrics, *(m for v in vs for m in v.report_metrics)],
             notes=[n for n in [st.note, *(v.note for v in vs)] if n],
         )
@@ -363,8 +399,10 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
                 steps.append(pre)
         steps.append(step)
         if (sel.template.needs_model or any(v.needs_model for v in sel.variants)) and not model:
-            warnings.append(f"{step.name}: needs the model under test (--model); the default model does not "
-                            "exercise this architecture")
+            warnings.append(
+                f"{step.name}: needs the model under test (--model); the default model does not "
+                "exercise this architecture"
+            )
 
     _gpu_warning(cat, spec, steps, warnings)
     plan = Plan(spec=replace(spec, levels=levels), steps=steps, warnings=list(dict.fromkeys(warnings)))
@@ -374,16 +412,22 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
         manifest = load_manifest()
         roles = {"repo": cat.name, "bridge": "bridge"}
         source = RoleSource(checkout, ManifestSource(manifest, roles), set(from_manifest))
-        plan.warnings.insert(0, "no checkout given for " + " and ".join(
-            f"{'the Bridge' if r == 'bridge' else cat.title} ({p})" for r, p in from_manifest.items())
+        plan.warnings.insert(
+            0,
+            "no checkout given for "
+            + " and ".join(
+                f"{'the Bridge' if r == 'bridge' else cat.title} ({p})" for r, p in from_manifest.items()
+            )
             + f": resolved against the upstream manifest of {manifest_commits(manifest, roles, from_manifest)}, "
-            "not your checkout")
+            "not your checkout",
+        )
     plan.drift = resolve_plan(plan, resolve_args, source)
     return plan
 
 
-def resolve_plan(plan: Plan, inputs: dict[str, tuple[str, str | None, list[str], list[str]]],
-                 source: Source) -> list[dict[str, Any]]:
+def resolve_plan(
+    plan: Plan, inputs: dict[str, tuple[str, str | None, list[str], list[str]]], source: Source
+) -> list[dict[str, Any]]:
     """Catalog-drift findings of every step (``inputs``: step -> (cwd role, config, catalog args, user args))."""
     found: list[dict[str, Any]] = []
     for step in plan.steps:
@@ -399,9 +443,16 @@ def _script(argv: list[str]) -> str | None:
     return next((a for a in argv if a.endswith(".sh")), None)
 
 
-def _user_overrides_per_step(cat: FrameworkCatalog, levels: list[int], variants: list[Variant],
-                             user_overrides: list[str], repo: str | None, ctx: _Ctx, checkout: CheckoutSource,
-                             warnings: list[str]) -> dict[tuple[str | None, str | None], list[str]]:
+def _user_overrides_per_step(
+    cat: FrameworkCatalog,
+    levels: list[int],
+    variants: list[Variant],
+    user_overrides: list[str],
+    repo: str | None,
+    ctx: _Ctx,
+    checkout: CheckoutSource,
+    warnings: list[str],
+) -> dict[tuple[str | None, str | None], list[str]]:
     """Which user overrides each training step gets: checked against the config that step loads
     (plus the keys its wrapper adds with '+'). An override no step accepts is refused (SpecError);
     one that only some steps' configs have goes to those steps only, with a warning."""
@@ -438,8 +489,10 @@ def _user_overrides_per_step(cat: FrameworkCatalog, levels: list[int], variants:
             raise errors[0]
         if errors:
             left = [n for k, n in targets.items() if text not in out[k]]
-            warnings.append(f"override {text!r} fits only {', '.join(took)}: not passed to {', '.join(left)} "
-                            f"(its key is not in the config {'that step' if len(left) == 1 else 'those steps'} load)")
+            warnings.append(
+                f"override {text!r} fits only {', '.join(took)}: not passed to {', '.join(left)} "
+                f"(its key is not in the config {'that step' if len(left) == 1 else 'those steps'} load)"
+            )
     return out
 
 
@@ -447,15 +500,17 @@ def _train_templates(cat: FrameworkCatalog) -> list[StepTemplate]:
     return [st for lv in cat.levels for st in lv.steps] + [st for v in cat.variants for st in v.steps]
 
 
-def _tp_warning(cat: FrameworkCatalog, st: StepTemplate, eff: dict[str, str], name: str,
-                warnings: list[str]) -> None:
+def _tp_warning(
+    cat: FrameworkCatalog, st: StepTemplate, eff: dict[str, str], name: str, warnings: list[str]
+) -> None:
     guard = cat.tp_guard
     assert guard is not None
     tp = max((_int(eff.get(k)) or 0 for k in guard.tp_keys), default=0)
     micro, logprob = eff.get(guard.micro_key), eff.get(guard.logprob_key)
     if tp >= guard.min_tp and micro is not None and logprob is not None and _int(micro) != _int(logprob):
-        warnings.append(f"{name}: TP={tp} with {guard.micro_key}={micro} != {guard.logprob_key}={logprob}. "
-                        f"{guard.advice}")
+        warnings.append(
+            f"{name}: TP={tp} with {guard.micro_key}={micro} != {guard.logprob_key}={logprob}. {guard.advice}"
+        )
 
 
 def _gpu_warning(cat: FrameworkCatalog, spec: RunSpec, steps: Iterable[Step], warnings: list[str]) -> None:
@@ -473,5 +528,7 @@ def _gpu_warning(cat: FrameworkCatalog, spec: RunSpec, steps: Iterable[Step], wa
     over = [n for n, g in need.items() if g > have]
     if over:
         most = max(need[n] for n in over)
-        warnings.append(f"{', '.join(over)}: need{'s' if len(over) == 1 else ''} up to {most} GPUs, "
-                        f"{have} {where}. {cat.gpus_advice}".strip())
+        warnings.append(
+            f"{', '.join(over)}: need{'s' if len(over) == 1 else ''} up to {most} GPUs, "
+            f"{have} {where}. {cat.gpus_advice}".strip()
+        )

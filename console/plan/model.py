@@ -9,9 +9,27 @@ from console.redact import MASK, is_secret_name, redact_argv, redact_env
 from console.spec import RunSpec
 
 STEP_FIELDS = (
-    "name", "title", "argv", "env", "unset", "cwd", "gpus", "proves", "criteria", "level", "variant",
-    "deliverable", "kind", "log_files", "tb_dir", "metrics_json", "checks", "total_steps", "on_failure",
-    "report_metrics", "notes",
+    "name",
+    "title",
+    "argv",
+    "env",
+    "unset",
+    "cwd",
+    "gpus",
+    "proves",
+    "criteria",
+    "level",
+    "variant",
+    "deliverable",
+    "kind",
+    "log_files",
+    "tb_dir",
+    "metrics_json",
+    "checks",
+    "total_steps",
+    "on_failure",
+    "report_metrics",
+    "notes",
 )
 
 
@@ -44,7 +62,10 @@ class Step:
     def to_dict(self, redact: bool = True) -> dict[str, Any]:
         """The plan.json form. ``redact`` masks secret env values (never write an unredacted plan)."""
         d = {name: getattr(self, name) for name in STEP_FIELDS}
-        d = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v) for k, v in d.items()}
+        d = {
+            k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+            for k, v in d.items()
+        }
         if redact:
             d["env"] = redact_env(self.env)
             d["argv"] = redact_argv(list(self.argv))
@@ -79,16 +100,21 @@ class Plan:
         if redact:
             spec["env"] = redact_env(spec.get("env") or {})
             spec["overrides"] = redact_argv(list(spec.get("overrides") or []))
-        return {"spec": spec, "warnings": list(self.warnings),
-                "steps": [s.to_dict(redact=redact) for s in self.steps],
-                "drift": [dict(d) for d in self.drift]}
+        return {
+            "spec": spec,
+            "warnings": list(self.warnings),
+            "steps": [s.to_dict(redact=redact) for s in self.steps],
+            "drift": [dict(d) for d in self.drift],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Plan:
-        return cls(spec=RunSpec.from_dict(data.get("spec") or {}),
-                   steps=[Step.from_dict(s) for s in data.get("steps") or []],
-                   warnings=[str(w) for w in data.get("warnings") or []],
-                   drift=[dict(d) for d in data.get("drift") or [] if isinstance(d, dict)])
+        return cls(
+            spec=RunSpec.from_dict(data.get("spec") or {}),
+            steps=[Step.from_dict(s) for s in data.get("steps") or []],
+            warnings=[str(w) for w in data.get("warnings") or []],
+            drift=[dict(d) for d in data.get("drift") or [] if isinstance(d, dict)],
+        )
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

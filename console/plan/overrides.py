@@ -46,8 +46,10 @@ def parse_override(text: str) -> Override:
     if not override.key_or_group:
         raise SpecError(f"override {text!r} has no key (expected key=value)")
     if override.is_sweep_override():
-        raise SpecError(f"override {text!r} is a sweep (unquoted ','); quote the value (key='a,b') "
-                        "or use a list (key=[a,b])")
+        raise SpecError(
+            f"override {text!r} is a sweep (unquoted ','); quote the value (key='a,b') "
+            "or use a list (key=[a,b])"
+        )
     return override
 
 
@@ -134,11 +136,15 @@ def did_you_mean(key: str, keys: list[str]) -> str | None:
 def check_unquoted(text: str, script: str) -> list[str]:
     """Refuse what a wrapper's unquoted ``$@`` would split; warn about glob characters."""
     if any(c.isspace() for c in text):
-        raise SpecError(f"override {text!r} contains whitespace: {script} forwards $@ unquoted, so bash "
-                        "would split it into several arguments; refused (no quoting survives that split)")
+        raise SpecError(
+            f"override {text!r} contains whitespace: {script} forwards $@ unquoted, so bash "
+            "would split it into several arguments; refused (no quoting survives that split)"
+        )
     if GLOB_CHARS & set(text):
-        return [f"override {text!r} contains glob characters ({''.join(sorted(GLOB_CHARS & set(text)))}); "
-                f"{script} forwards $@ unquoted, so bash expands it if a matching file exists in its cwd"]
+        return [
+            f"override {text!r} contains glob characters ({''.join(sorted(GLOB_CHARS & set(text)))}); "
+            f"{script} forwards $@ unquoted, so bash expands it if a matching file exists in its cwd"
+        ]
     return []
 
 
@@ -152,17 +158,23 @@ def check_keys(overrides: list[Override], cfg: dict[str, Any], source: str) -> l
             continue  # a Hydra config group choice, not a config key
         present = has_key(cfg, key)
         if o.type is OverrideType.ADD and present:
-            raise SpecError(f"override {o.input_line!r}: {key} already exists in {source}; drop the '+' "
-                            f"(or use '++' to add or override)")
+            raise SpecError(
+                f"override {o.input_line!r}: {key} already exists in {source}; drop the '+' "
+                f"(or use '++' to add or override)"
+            )
         if o.type in (OverrideType.CHANGE, OverrideType.DEL) and not present:
             keys = keys if keys is not None else flat_keys(cfg)
             hint = did_you_mean(key, keys)
             suggestion = f"did you mean {hint!r}? " if hint else ""
-            raise SpecError(f"override {o.input_line!r}: {key!r} is not a key of {source}; {suggestion}"
-                            f"prefix '+' to add it or '++' to add or override")
+            raise SpecError(
+                f"override {o.input_line!r}: {key!r} is not a key of {source}; {suggestion}"
+                f"prefix '+' to add it or '++' to add or override"
+            )
         if o.type is OverrideType.FORCE_ADD and not present:
-            warnings.append(f"override {o.input_line!r} adds {key!r}, which {source} does not have: "
-                            "check the code reads it, or the run proves nothing about it")
+            warnings.append(
+                f"override {o.input_line!r} adds {key!r}, which {source} does not have: "
+                "check the code reads it, or the run proves nothing about it"
+            )
     return warnings
 
 
@@ -185,8 +197,14 @@ def with_keys(cfg: dict[str, Any], keys: set[str] | None) -> dict[str, Any]:
     return out
 
 
-def validate_overrides(overrides: list[str], repo: str | None = None, config: str | None = None,
-                       *, unquoted_script: str | None = None, extra_keys: set[str] | None = None) -> list[str]:
+def validate_overrides(
+    overrides: list[str],
+    repo: str | None = None,
+    config: str | None = None,
+    *,
+    unquoted_script: str | None = None,
+    extra_keys: set[str] | None = None,
+) -> list[str]:
     """Check user overrides; raise SpecError (one line) on the first bad one, return warnings.
 
     ``config`` is the YAML to check keys against (relative to ``repo`` unless absolute); with only

@@ -48,9 +48,11 @@ class Drift:
     @property
     def message(self) -> str:
         hint = f"; closest: {self.closest}" if self.closest else ""
-        what = {"missing_path": f"{self.item} does not exist in {self.where}",
-                "unknown_key": f"override {self.item!r} ({self.origin}): key not in {self.where}",
-                "key_exists": f"override {self.item!r} ({self.origin}): '+' adds a key {self.where} already has"}
+        what = {
+            "missing_path": f"{self.item} does not exist in {self.where}",
+            "unknown_key": f"override {self.item!r} ({self.origin}): key not in {self.where}",
+            "key_exists": f"override {self.item!r} ({self.origin}): '+' adds a key {self.where} already has",
+        }
         return f"{self.step}: {what.get(self.kind, self.item)}{hint}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,12 +198,16 @@ class RoleSource:
         return self._for(role).wrapper_keys(role, rel)
 
 
-def manifest_commits(manifest: dict[str, Any], roles: dict[str, str], only: Iterable[str] | None = None) -> str:
+def manifest_commits(
+    manifest: dict[str, Any], roles: dict[str, str], only: Iterable[str] | None = None
+) -> str:
     """'nemo-rl 7ea279abfbeb, bridge 067f987df03b': the manifest's commits of the given checkout roles."""
     repos = manifest.get("repos", {})
     picked = [roles.get(r, r) for r in (only if only is not None else roles)]
-    return ", ".join(f"{name} {str(repos.get(name, {}).get('commit') or 'unknown')[:12]}" for name in picked) \
+    return (
+        ", ".join(f"{name} {str(repos.get(name, {}).get('commit') or 'unknown')[:12]}" for name in picked)
         or "unknown commits"
+    )
 
 
 @cache
@@ -239,8 +245,7 @@ def step_paths(step: Any) -> list[str]:
 
 def override_args(argv: list[str]) -> list[str]:
     """The Hydra overrides among an argv (``key=value``, ``+key=``, ``++key=``, ``~key``)."""
-    return [a for a in argv if not a.startswith("-") and (_OVERRIDE_RE.match(a) or
-                                                          re.match(r"^~[\w.]+$", a))]
+    return [a for a in argv if not a.startswith("-") and (_OVERRIDE_RE.match(a) or re.match(r"^~[\w.]+$", a))]
 
 
 def _key(arg: str) -> tuple[str, str]:
@@ -270,29 +275,55 @@ def _closest_key(key: str, keys: set[str]) -> str | None:
     return max(pool, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio()) if pool else None
 
 
-def resolve_step(step: Any, role: str, config: str | None, catalog_args: list[str], user_args: list[str],
-                 source: Source, where_label: str | None = None) -> list[Drift]:
+def resolve_step(
+    step: Any,
+    role: str,
+    config: str | None,
+    catalog_args: list[str],
+    user_args: list[str],
+    source: Source,
+    where_label: str | None = None,
+) -> list[Drift]:
     """Drift findings for one step: its files, then its overrides against the config it loads."""
     found: list[Drift] = []
     where = where_label or source.label
     for rel in step_paths(step):
         if not source.has_path(role, rel):
-            found.append(Drift(step.name, "missing_path", rel, "catalog", f"the {role} {where}",
-                               closest(rel, source.candidates(role, rel)), source.label))
+            found.append(
+                Drift(
+                    step.name,
+                    "missing_path",
+                    rel,
+                    "catalog",
+                    f"the {role} {where}",
+                    closest(rel, source.candidates(role, rel)),
+                    source.label,
+                )
+            )
     if not config:
         return found
     keys = source.config_keys(role, config)
     if keys is None:
         if not any(d.item == config for d in found):
-            found.append(Drift(step.name, "missing_path", config, "catalog", f"the {role} {where}",
-                               closest(config, source.candidates(role, config)), source.label))
+            found.append(
+                Drift(
+                    step.name,
+                    "missing_path",
+                    config,
+                    "catalog",
+                    f"the {role} {where}",
+                    closest(config, source.candidates(role, config)),
+                    source.label,
+                )
+            )
         return found
     script = next((a for a in step.argv if a.endswith(".sh")), None)
     added, plain = source.wrapper_keys(role, script) if script else (set(), [])
     for key in plain:  # the wrapper's own plain overrides must exist in the config
         if key not in keys and key not in added:
-            found.append(Drift(step.name, "unknown_key", key, "wrapper", config,
-                               _closest_key(key, keys), source.label))
+            found.append(
+                Drift(step.name, "unknown_key", key, "wrapper", config, _closest_key(key, keys), source.label)
+            )
     known = keys | added
     for origin, args in (("catalog", catalog_args), ("user", user_args)):
         for arg in args:

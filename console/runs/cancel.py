@@ -35,8 +35,9 @@ def _signal_all(pgids: set[int], procs: list[psutil.Process], sig: int) -> None:
             proc.send_signal(sig)
 
 
-def terminate_tree(run_id: str, pgids: set[int], grace: float = 10.0,
-                   exclude: set[int] | frozenset[int] = frozenset()) -> bool:
+def terminate_tree(
+    run_id: str, pgids: set[int], grace: float = 10.0, exclude: set[int] | frozenset[int] = frozenset()
+) -> bool:
     """Escalate SIGINT -> SIGTERM -> SIGKILL until no process of the run remains.
 
     Returns True when the run's tree held a local Ray cluster (the caller then runs ``ray stop``).
@@ -89,8 +90,14 @@ def stop_local_ray() -> bool:
     if ray is None:
         return False
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run([ray, "stop", "--force"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=60, check=False)
+        subprocess.run(
+            [ray, "stop", "--force"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
         return True
     return False
 
@@ -103,8 +110,11 @@ def running_groups(state: dict[str, Any], marker: str | None = None) -> set[int]
     """
     out = set()
     for s in state.get("steps", []):
-        if s.get("pgid") and s.get("status") == "running" and (
-                marker is None or group_is_runs(int(s["pgid"]), s.get("create_time"), marker)):
+        if (
+            s.get("pgid")
+            and s.get("status") == "running"
+            and (marker is None or group_is_runs(int(s["pgid"]), s.get("create_time"), marker))
+        ):
             out.add(int(s["pgid"]))
     return out
 

@@ -48,8 +48,11 @@ def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
         return follow_run(run_dir)
     except KeyboardInterrupt:
         # not 130 (= cancelled): the run was not stopped, only this console left it
-        print(f"\ndetached (exit {exitcodes.DETACHED}); the run goes on. Reattach: rl-console attach "
-              f"{run_dir.name}; stop it: rl-console cancel {run_dir.name}", file=sys.stderr)
+        print(
+            f"\ndetached (exit {exitcodes.DETACHED}); the run goes on. Reattach: rl-console attach "
+            f"{run_dir.name}; stop it: rl-console cancel {run_dir.name}",
+            file=sys.stderr,
+        )
         return exitcodes.DETACHED
 
 
@@ -89,8 +92,10 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
     if drift and not spec.extra.get("allow_drift"):
         for d in drift:
             print(f"catalog_drift: {d.get('message')}", file=sys.stderr)
-        raise _Blocked(f"{len(drift)} catalog drift finding(s): the plan does not match the checkouts "
-                       "(rerun with --allow-drift to start anyway)")
+        raise _Blocked(
+            f"{len(drift)} catalog drift finding(s): the plan does not match the checkouts "
+            "(rerun with --allow-drift to start anyway)"
+        )
     result = _doctor(spec, plan) if doctor and not getattr(args, "no_doctor", False) else None
     run_dir = start_run(spec, plan=plan)
     if result is not None:
@@ -119,8 +124,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from console.plan import build_plan
 
-    spec = RunSpec(framework="demo", levels=[0], variants=list(args.variants or []),
-                   runs_dir=str(_runs_dir(args)))
+    spec = RunSpec(
+        framework="demo", levels=[0], variants=list(args.variants or []), runs_dir=str(_runs_dir(args))
+    )
     if args.device:
         if args.device not in ("auto", "cpu", "cuda"):
             raise SpecError(f"--device {args.device!r}: expected cpu, cuda or auto")
@@ -149,8 +155,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
     print(f"{'RUN':<{width}}  {'STATUS':<9}  {'VERDICT':<10}  {'STEPS':<5}  STEP")
     for r in rows:
         note = f"  ({r['error']})" if r.get("error") else ""
-        print(f"{r['id']:<{width}}  {r['status'] or '-':<9}  {r['verdict'] or '-':<10}  "
-              f"{r['progress']:<5}  {r['step'] or '-'}{note}")
+        print(
+            f"{r['id']:<{width}}  {r['status'] or '-':<9}  {r['verdict'] or '-':<10}  "
+            f"{r['progress']:<5}  {r['step'] or '-'}{note}"
+        )
     return exitcodes.PASS
 
 
@@ -212,8 +220,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.speed <= 0:
         raise SpecError("--speed must be > 0")
     _check_runs_folder(_runs_dir(args))
-    run_dir = start_replay(Path(args.log), speed=args.speed, framework=args.framework,
-                           runs_dir=_runs_dir(args))
+    run_dir = start_replay(
+        Path(args.log), speed=args.speed, framework=args.framework, runs_dir=_runs_dir(args)
+    )
     print(f"replay run {run_dir.name} started: {run_dir}", file=sys.stderr if not args.detach else sys.stdout)
     if args.detach:
         return exitcodes.PASS

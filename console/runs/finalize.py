@@ -87,8 +87,13 @@ def _fresh(path: Path, since: float | None, before: dict[str, list[int]] | None 
         return False
 
 
-def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: float | None = None,
-                     before: dict[str, list[int]] | None = None) -> list[str]:
+def collect_evidence(
+    run_dir: Path,
+    index: int,
+    step: dict[str, Any],
+    since: float | None = None,
+    before: dict[str, list[int]] | None = None,
+) -> list[str]:
     """Copy the step's metrics.json and TB event files into the run folder; return the copies
     (relative to the run folder). Files already inside the run folder stay where they are; with
     ``since`` (the step's start time) files older than the step (an earlier run's) are left out."""
@@ -125,8 +130,13 @@ def collect_evidence(run_dir: Path, index: int, step: dict[str, Any], since: flo
 def no_space_primary(evidence: str) -> dict[str, Any]:
     from console.triage.rules import default_catalog
 
-    primary: dict[str, Any] = {"class": "no_space", "verdict": "Blocked", "line": 0, "evidence": evidence,
-                               "rule": "supervisor:ENOSPC"}
+    primary: dict[str, Any] = {
+        "class": "no_space",
+        "verdict": "Blocked",
+        "line": 0,
+        "evidence": evidence,
+        "rule": "supervisor:ENOSPC",
+    }
     with contextlib.suppress(Exception):
         info = default_catalog().classes["no_space"]
         primary.update(advice=info.advice, remedy=dict(info.remedy), title=info.title)
@@ -135,8 +145,14 @@ def no_space_primary(evidence: str) -> dict[str, Any]:
     return primary
 
 
-def record_verdict(run_dir: Path, verdict: str, *, primary: dict[str, Any] | None = None,
-                   triage: dict[str, Any] | None = None, reason: str | None = None) -> dict[str, Any]:
+def record_verdict(
+    run_dir: Path,
+    verdict: str,
+    *,
+    primary: dict[str, Any] | None = None,
+    triage: dict[str, Any] | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
     """Compute the run's triage once (unless given), set its final ``verdict`` (and ``primary``
     when given), write ``triage.json`` and the report. Returns the triage dict."""
     run_dir = Path(run_dir)
@@ -153,7 +169,9 @@ def record_verdict(run_dir: Path, verdict: str, *, primary: dict[str, Any] | Non
     if primary is not None:
         triage["primary"] = primary
         findings = list(triage.get("findings") or [])
-        findings.insert(0, {k: primary.get(k) for k in ("class", "verdict", "line", "evidence")} | {"count": 1})
+        findings.insert(
+            0, {k: primary.get(k) for k in ("class", "verdict", "line", "evidence")} | {"count": 1}
+        )
         triage["findings"] = findings
     if reason:
         triage["reason"] = reason

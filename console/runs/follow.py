@@ -43,8 +43,10 @@ def format_verdict(run_dir: Path, state: dict[str, Any]) -> list[str]:
             triage = {}
         primary = triage.get("primary") or {}
         if primary.get("class"):
-            lines.append(f"Primary: {primary['class']} (line {primary.get('line')}): "
-                         f"{str(primary.get('evidence', '')).strip()[:200]}")
+            lines.append(
+                f"Primary: {primary['class']} (line {primary.get('line')}): "
+                f"{str(primary.get('evidence', '')).strip()[:200]}"
+            )
             if primary.get("advice"):
                 lines.append(f"Advice: {primary['advice']}")
         else:
@@ -132,8 +134,9 @@ class Follower:
         return out
 
 
-def follow_run(run_dir: Path, out: TextIO | None = None, stop: threading.Event | None = None,
-               poll_s: float = POLL_S) -> int:
+def follow_run(
+    run_dir: Path, out: TextIO | None = None, stop: threading.Event | None = None, poll_s: float = POLL_S
+) -> int:
     """Print the run until it ends (or ``stop`` is set); return the exit code for its verdict."""
     out = out or sys.stdout
     if read_state(Path(run_dir)).get("launcher") == "slurm":

@@ -127,8 +127,12 @@ def spawn_supervisor(run_dir: Path, secrets: dict[str, Any]) -> int:
     with open(run_dir / SUPERVISOR_LOG, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=supervisor_env(), close_fds=True,
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=supervisor_env(),
+            close_fds=True,
         )
     assert proc.stdin is not None
     try:
@@ -181,8 +185,13 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     ctime = process_create_time(pid)
-    update_state(run_dir, lambda s: s.update(supervisor_pid=s.get("supervisor_pid") or pid,
-                                             supervisor_create_time=s.get("supervisor_create_time") or ctime))
+    update_state(
+        run_dir,
+        lambda s: s.update(
+            supervisor_pid=s.get("supervisor_pid") or pid,
+            supervisor_create_time=s.get("supervisor_create_time") or ctime,
+        ),
+    )
     return run_dir
 
 
@@ -202,8 +211,10 @@ def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Pat
         job_id = submit(run_dir, plan_dict, spec)
     except ConsoleError as exc:
         why = str(exc)
-        update_state(run_dir, lambda s: s.update(status="blocked", verdict="Blocked", ended=time.time(),
-                                                 slurm_reason=why))
+        update_state(
+            run_dir,
+            lambda s: s.update(status="blocked", verdict="Blocked", ended=time.time(), slurm_reason=why),
+        )
         raise
     update_state(run_dir, lambda s: s.update(slurm_job_id=job_id))
     start_follower(run_dir)

@@ -99,8 +99,12 @@ class LockFile:
 
     # ---- O_EXCL lock file ---------------------------------------------------------------
     def _owner(self) -> dict[str, Any]:
-        return {"host": _host(), "pid": os.getpid(), "expires": time.time() + self.expiry_s,
-                "token": self._token}
+        return {
+            "host": _host(),
+            "pid": os.getpid(),
+            "expires": time.time() + self.expiry_s,
+            "token": self._token,
+        }
 
     def _try_excl(self) -> bool:
         token = uuid.uuid4().hex

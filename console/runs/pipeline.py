@@ -74,9 +74,16 @@ class _Fenced:
 class StepMonitor:
     """Tail + parse + triage of one step's log."""
 
-    def __init__(self, name: str, log: Path, framework: str, bus: EventBus,
-                 hang_after_s: float = DEFAULT_HANG_TIMEOUT_S, progress_only: bool = True,
-                 quiet_through: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        log: Path,
+        framework: str,
+        bus: EventBus,
+        hang_after_s: float = DEFAULT_HANG_TIMEOUT_S,
+        progress_only: bool = True,
+        quiet_through: int = 0,
+    ) -> None:
         self.name = name
         self.bus = bus
         # lines up to this one were published by an earlier follower of the same log: feed them to
@@ -156,8 +163,14 @@ class StepMonitor:
 class Pipeline:
     """All monitoring of a run; the supervisor calls ``start_step``, ``tick`` and ``end_step``."""
 
-    def __init__(self, run_dir: Path, framework: str, bus: EventBus, plan: dict[str, Any] | None = None,
-                 local_resources: bool = True) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        framework: str,
+        bus: EventBus,
+        plan: dict[str, Any] | None = None,
+        local_resources: bool = True,
+    ) -> None:
         """``plan`` is ``plan.json`` (with its ``spec``) when the caller already read it.
         ``local_resources=False``: no GPU/host sampling of this machine (a Slurm follower samples the
         job's nodes itself)."""
@@ -173,11 +186,19 @@ class Pipeline:
         plan = plan if plan is not None else _read_json(run_dir / "plan.json")
         self.hang_after_s = hang_timeout(plan.get("spec") or _read_json(run_dir / "spec.json"))
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
-        self._sampler = self._sampler_fence.call(lambda: ResourceSampler(
-            bus, gpu=GpuSampler(run_pids_fn=self._step_pids), host=HostSampler(paths=default_disk_paths(run_dir))))
+        self._sampler = self._sampler_fence.call(
+            lambda: ResourceSampler(
+                bus,
+                gpu=GpuSampler(run_pids_fn=self._step_pids),
+                host=HostSampler(paths=default_disk_paths(run_dir)),
+            )
+        )
         # samples are taken on their own thread: a hung NVML/NFS call never stalls the supervisor
-        self._sampling: SamplerThread | None = self._sampler_fence.call(
-            lambda: SamplerThread(self._sampler, SAMPLE_EVERY_S)) if self._sampler is not None else None
+        self._sampling: SamplerThread | None = (
+            self._sampler_fence.call(lambda: SamplerThread(self._sampler, SAMPLE_EVERY_S))
+            if self._sampler is not None
+            else None
+        )
 
     def _step_pids(self) -> set[int]:
         """The current step's processes (its wrapper's descendants), to mark GPU processes as ours."""
@@ -185,8 +206,15 @@ class Pipeline:
 
     def start_step(self, name: str, log: Path, pid: int | None = None, quiet_through: int = 0) -> None:
         kind = self._kinds.get(name, "train")
-        self.step = StepMonitor(name, log, self.framework, self.bus, hang_after_s=self.hang_after_s,
-                                progress_only=kind == "train", quiet_through=quiet_through)
+        self.step = StepMonitor(
+            name,
+            log,
+            self.framework,
+            self.bus,
+            hang_after_s=self.hang_after_s,
+            progress_only=kind == "train",
+            quiet_through=quiet_through,
+        )
         self.step_pid = pid
 
     def tick(self) -> None:
@@ -232,8 +260,9 @@ def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict
     return list(step_results.values())[-1] if step_results else None
 
 
-def run_outcome(run_dir: Path, steps: list[dict[str, Any]],
-                step_results: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+def run_outcome(
+    run_dir: Path, steps: list[dict[str, Any]], step_results: dict[str, dict[str, Any]]
+) -> tuple[str, dict[str, Any] | None]:
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
     from console.runs.state import read_state

@@ -30,7 +30,9 @@ def run_marker(run_dir: str | os.PathLike[str]) -> str:
 RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "redis-server")
 
 
-def run_processes(run_id: str, roots: Iterable[int] = (), exclude: Iterable[int] = ()) -> list[psutil.Process]:
+def run_processes(
+    run_id: str, roots: Iterable[int] = (), exclude: Iterable[int] = ()
+) -> list[psutil.Process]:
     """Live processes of the run: ``roots`` and their descendants, plus every process carrying the
     marker ``run_id`` (see ``run_marker``) and its descendants.
 
@@ -58,8 +60,12 @@ def looks_like_ray(procs: Iterable[psutil.Process]) -> bool:
             cmd = " ".join(proc.cmdline()[:3])
         except psutil.Error:
             continue
-        if any(name.startswith(n) for n in RAY_PROCESS_NAMES) or "ray/core/src" in cmd \
-                or "gcs_server" in cmd or "raylet" in cmd:
+        if (
+            any(name.startswith(n) for n in RAY_PROCESS_NAMES)
+            or "ray/core/src" in cmd
+            or "gcs_server" in cmd
+            or "raylet" in cmd
+        ):
             return True
     return False
 
@@ -109,7 +115,9 @@ def is_run_supervisor(pid: int | None, create_time: float | None, run_dir: str |
         return False
     if "console.runs.supervisor" not in cmd:
         return create_time is not None  # the launcher's fork before exec: identity by create time only
-    return any(os.path.realpath(a) == run_marker(run_dir) for a in cmd[cmd.index("console.runs.supervisor") + 1:])
+    return any(
+        os.path.realpath(a) == run_marker(run_dir) for a in cmd[cmd.index("console.runs.supervisor") + 1 :]
+    )
 
 
 def group_is_runs(pgid: int, create_time: float | None, marker: str) -> bool:

@@ -71,16 +71,28 @@ def settle_lost_run(run_dir: Path) -> bool:
         for i, step in enumerate(s["steps"]):
             code = read_exit(run_dir / step["log"].replace(".log", ".exit")) if step.get("log") else None
             if step["status"] == "running":
-                step.update(exit_code=code, ended=step.get("ended") or now,
-                            status="passed" if code == 0 else "failed",
-                            reason=None if code == 0 else f"{LOST_REASON} while the step ran")
+                step.update(
+                    exit_code=code,
+                    ended=step.get("ended") or now,
+                    status="passed" if code == 0 else "failed",
+                    reason=None if code == 0 else f"{LOST_REASON} while the step ran",
+                )
             elif step["status"] == "pending":
                 step.update(status="skipped", reason=LOST_REASON)
-            if step["status"] in ("passed", "failed") and "evidence" not in step and step.get("started") \
-                    and i < len(plan_steps):
+            if (
+                step["status"] in ("passed", "failed")
+                and "evidence" not in step
+                and step.get("started")
+                and i < len(plan_steps)
+            ):
                 with contextlib.suppress(Exception):
-                    step["evidence"] = collect_evidence(run_dir, i, plan_steps[i], since=step.get("started"),
-                                                        before=step.get("evidence_before"))
+                    step["evidence"] = collect_evidence(
+                        run_dir,
+                        i,
+                        plan_steps[i],
+                        since=step.get("started"),
+                        before=step.get("evidence_before"),
+                    )
         s.update(status="failed", verdict="Incomplete", ended=now, error=LOST_REASON)
         settled = True
 

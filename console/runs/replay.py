@@ -103,17 +103,37 @@ def _not_a_text_log(log: Path) -> str | None:
 
 
 def replay_plan(log: Path, speed: float, framework: str) -> dict:
-    return {"steps": [{
-        "name": "replay", "title": f"Replay of {log.name}",
-        "argv": [sys.executable, "-m", "console.runs.replay", str(log), "--speed", repr(float(speed))],
-        "env": {}, "unset": [], "cwd": "{run_dir}", "gpus": 0, "kind": "train",
-        "deliverable": "framework_run", "proves": f"replayed log {log}", "criteria": [],
-        "on_failure": "stop", "total_steps": None,
-    }]}
+    return {
+        "steps": [
+            {
+                "name": "replay",
+                "title": f"Replay of {log.name}",
+                "argv": [
+                    sys.executable,
+                    "-m",
+                    "console.runs.replay",
+                    str(log),
+                    "--speed",
+                    repr(float(speed)),
+                ],
+                "env": {},
+                "unset": [],
+                "cwd": "{run_dir}",
+                "gpus": 0,
+                "kind": "train",
+                "deliverable": "framework_run",
+                "proves": f"replayed log {log}",
+                "criteria": [],
+                "on_failure": "stop",
+                "total_steps": None,
+            }
+        ]
+    }
 
 
-def start_replay(log: Path, speed: float = 1.0, framework: str | None = None,
-                 runs_dir: str | Path = "runs") -> Path:
+def start_replay(
+    log: Path, speed: float = 1.0, framework: str | None = None, runs_dir: str | Path = "runs"
+) -> Path:
     """Start a run that re-emits ``log``; returns its folder."""
     log = Path(log).expanduser()
     if not log.is_file():
@@ -125,9 +145,16 @@ def start_replay(log: Path, speed: float = 1.0, framework: str | None = None,
         raise SpecError("replay: --speed must be > 0")
     framework = framework or "unknown"
     if framework not in (*FRAMEWORKS, "unknown"):
-        raise SpecError(f"replay: --framework {framework!r}: expected one of {', '.join(FRAMEWORKS)}, unknown")
-    spec = RunSpec(framework=framework, levels=[0], variants=["replay"], runs_dir=str(runs_dir),
-                   extra={"replay_of": str(log.resolve()), "speed": speed})
+        raise SpecError(
+            f"replay: --framework {framework!r}: expected one of {', '.join(FRAMEWORKS)}, unknown"
+        )
+    spec = RunSpec(
+        framework=framework,
+        levels=[0],
+        variants=["replay"],
+        runs_dir=str(runs_dir),
+        extra={"replay_of": str(log.resolve()), "speed": speed},
+    )
     return start_run(spec, plan=replay_plan(log.resolve(), speed, framework))
 
 

@@ -32,11 +32,26 @@ def apply_remedy(spec: RunSpec, remedy: dict[str, Any], linked_from: str) -> Run
     overrides += [str(o) for o in remedy.get("overrides") or [] if str(o) not in overrides]
     extra = dict(spec.extra)
     extra["linked_from"] = linked_from
-    extra["remedy"] = {"class": remedy.get("class"), "env": dict(remedy.get("env") or {}),
-                       "unset": unset, "overrides": [str(o) for o in remedy.get("overrides") or []]}
-    return RunSpec(framework=spec.framework, levels=list(spec.levels), variants=list(spec.variants),
-                   model=spec.model, bridge_repo=spec.bridge_repo, repo=spec.repo, overrides=overrides,
-                   env=env, runs_dir=spec.runs_dir, launcher=spec.launcher, slurm=spec.slurm, extra=extra)
+    extra["remedy"] = {
+        "class": remedy.get("class"),
+        "env": dict(remedy.get("env") or {}),
+        "unset": unset,
+        "overrides": [str(o) for o in remedy.get("overrides") or []],
+    }
+    return RunSpec(
+        framework=spec.framework,
+        levels=list(spec.levels),
+        variants=list(spec.variants),
+        model=spec.model,
+        bridge_repo=spec.bridge_repo,
+        repo=spec.repo,
+        overrides=overrides,
+        env=env,
+        runs_dir=spec.runs_dir,
+        launcher=spec.launcher,
+        slurm=spec.slurm,
+        extra=extra,
+    )
 
 
 def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:

@@ -61,8 +61,11 @@ class SamplerThread:
         busy = self._busy_since
         if busy is not None and time.monotonic() - busy > self.stall_after_s and not self._stall_noted:
             self._stall_noted = True
-            print(f"rl-console supervisor: a resource sample has not returned for {self.stall_after_s:g} s "
-                  "(hung NVML or file system call); the run goes on without new samples", file=sys.stderr)
+            print(
+                f"rl-console supervisor: a resource sample has not returned for {self.stall_after_s:g} s "
+                "(hung NVML or file system call); the run goes on without new samples",
+                file=sys.stderr,
+            )
             sys.stderr.flush()
         elif busy is None:
             self._stall_noted = False

@@ -20,8 +20,13 @@ STATE = "state.json"
 LOCK = ".lock"
 TERMINAL = ("passed", "failed", "blocked", "cancelled")
 STEP_TERMINAL = ("passed", "failed", "skipped", "cancelled")
-STATUS_BY_VERDICT = {"Pass": "passed", "Fail": "failed", "Blocked": "blocked", "Cancelled": "cancelled",
-                     "Incomplete": "failed"}
+STATUS_BY_VERDICT = {
+    "Pass": "passed",
+    "Fail": "failed",
+    "Blocked": "blocked",
+    "Cancelled": "cancelled",
+    "Incomplete": "failed",
+}
 
 
 def step_log_name(index: int, name: str) -> str:
@@ -29,15 +34,34 @@ def step_log_name(index: int, name: str) -> str:
     return f"logs/{index + 1:02d}-{name}.log"
 
 
-def initial_state(run_id: str, steps: list[dict[str, Any]], launcher: str = "local",
-                  linked_from: str | None = None) -> dict[str, Any]:
+def initial_state(
+    run_id: str, steps: list[dict[str, Any]], launcher: str = "local", linked_from: str | None = None
+) -> dict[str, Any]:
     return {
-        "id": run_id, "status": "pending", "verdict": None, "launcher": launcher,
-        "supervisor_pid": None, "slurm_job_id": None, "created": time.time(), "started": None,
-        "ended": None, "current_step": 0, "cancel_requested": False, "linked_from": linked_from,
+        "id": run_id,
+        "status": "pending",
+        "verdict": None,
+        "launcher": launcher,
+        "supervisor_pid": None,
+        "slurm_job_id": None,
+        "created": time.time(),
+        "started": None,
+        "ended": None,
+        "current_step": 0,
+        "cancel_requested": False,
+        "linked_from": linked_from,
         "steps": [
-            {"name": s["name"], "status": "pending", "pid": None, "pgid": None, "exit_code": None,
-             "started": None, "ended": None, "log": step_log_name(i, s["name"]), "reason": None}
+            {
+                "name": s["name"],
+                "status": "pending",
+                "pid": None,
+                "pgid": None,
+                "exit_code": None,
+                "started": None,
+                "ended": None,
+                "log": step_log_name(i, s["name"]),
+                "reason": None,
+            }
             for i, s in enumerate(steps)
         ],
     }

@@ -89,18 +89,18 @@ class RedactingWriter:
         self.buf += data
         cut = max(self.buf.rfind(b"\n"), self.buf.rfind(b"\r"))
         if cut >= 0:
-            self._emit(self.buf[:cut + 1])
-            self.buf = self.buf[cut + 1:]
+            self._emit(self.buf[: cut + 1])
+            self.buf = self.buf[cut + 1 :]
         if len(self.buf) > CHUNK:  # a giant line: write it in pieces, keeping a possible secret start
             keep = self._safe_tail(self.buf)
-            self._emit(self.buf[:len(self.buf) - keep])
-            self.buf = self.buf[len(self.buf) - keep:]
+            self._emit(self.buf[: len(self.buf) - keep])
+            self.buf = self.buf[len(self.buf) - keep :]
 
     def idle(self) -> None:
         if self.buf and time.monotonic() - self.last_data >= FLUSH_AFTER_S:
             keep = self._safe_tail(self.buf)
-            self._emit(self.buf[:len(self.buf) - keep])
-            self.buf = self.buf[len(self.buf) - keep:]
+            self._emit(self.buf[: len(self.buf) - keep])
+            self.buf = self.buf[len(self.buf) - keep :]
 
     def close(self) -> None:
         self._emit(self.buf)

@@ -25,8 +25,9 @@ class RunStore:
     def run_dirs(self) -> list[Path]:
         if not self.runs_dir.is_dir():
             return []
-        return sorted((p for p in self.runs_dir.iterdir() if looks_like_run_dir(p)),
-                      key=lambda p: p.name, reverse=True)
+        return sorted(
+            (p for p in self.runs_dir.iterdir() if looks_like_run_dir(p)), key=lambda p: p.name, reverse=True
+        )
 
     def list(self) -> list[dict[str, Any]]:
         """One summary per run, newest first: id, status, verdict, progress, current step, times."""
@@ -38,14 +39,21 @@ class RunStore:
                 continue
             steps = state.get("steps") or []
             current = state.get("current_step") or 0
-            rows.append({
-                "id": path.name, "path": str(path), "status": state.get("status"),
-                "verdict": state.get("verdict"), "progress": progress_of(state),
-                "step": steps[current]["name"] if 0 <= current < len(steps) else None,
-                "created": state.get("created"), "started": state.get("started"),
-                "ended": state.get("ended"), "linked_from": state.get("linked_from"),
-                "error": state.get("error"),
-            })
+            rows.append(
+                {
+                    "id": path.name,
+                    "path": str(path),
+                    "status": state.get("status"),
+                    "verdict": state.get("verdict"),
+                    "progress": progress_of(state),
+                    "step": steps[current]["name"] if 0 <= current < len(steps) else None,
+                    "created": state.get("created"),
+                    "started": state.get("started"),
+                    "ended": state.get("ended"),
+                    "linked_from": state.get("linked_from"),
+                    "error": state.get("error"),
+                }
+            )
         return rows
 
     def resolve(self, run: str) -> Path:

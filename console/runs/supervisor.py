@@ -75,7 +75,9 @@ class Supervisor:
         self.secrets: dict[str, Any] = secrets or {}
         self.no_space: str | None = None
         self.bus = EventBus(self.run_dir / "events.jsonl")
-        self.pipeline = Pipeline(self.run_dir, str(self.spec.get("framework") or "unknown"), self.bus, self.plan)
+        self.pipeline = Pipeline(
+            self.run_dir, str(self.spec.get("framework") or "unknown"), self.bus, self.plan
+        )
         self.cancelled = False
         self.saw_ray = False
         self._signalled = False
@@ -128,17 +130,33 @@ class Supervisor:
             with open(log, "ab", buffering=0) as out:
                 try:
                     proc = subprocess.Popen(
-                        [sys.executable, "-m", "console.runs.stepwrap", str(exit_file), "--", *self._argv(step)],
-                        cwd=cwd, env=self._step_env(step), stdin=subprocess.DEVNULL, stdout=out,
-                        stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                        [
+                            sys.executable,
+                            "-m",
+                            "console.runs.stepwrap",
+                            str(exit_file),
+                            "--",
+                            *self._argv(step),
+                        ],
+                        cwd=cwd,
+                        env=self._step_env(step),
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        close_fds=True,
                     )
                 except OSError as exc:
                     out.write(f"rl-console: cannot start step {step['name']!r}: {exc}\n".encode())
                     write_exit(exit_file, 127)
             entry = state["steps"][index]
-            entry.update(status="running", started=time.time(), pid=proc.pid if proc else None,
-                         pgid=proc.pid if proc else None,
-                         create_time=process_create_time(proc.pid) if proc else None)
+            entry.update(
+                status="running",
+                started=time.time(),
+                pid=proc.pid if proc else None,
+                pgid=proc.pid if proc else None,
+                create_time=process_create_time(proc.pid) if proc else None,
+            )
             state["current_step"] = index
 
         update_state(self.run_dir, start)
@@ -210,8 +228,9 @@ class Supervisor:
             reason = f"no_space: {self.no_space}"
 
         def done(state: dict[str, Any]) -> None:
-            state["steps"][index].update(status=status, exit_code=code, ended=time.time(), reason=reason,
-                                         evidence=evidence)
+            state["steps"][index].update(
+                status=status, exit_code=code, ended=time.time(), reason=reason, evidence=evidence
+            )
 
         if self.no_space:
             free_reserve(self.run_dir)
@@ -227,16 +246,24 @@ class Supervisor:
             except (OSError, ValueError):
                 grace = 10.0
         pgids = running_groups(read_state(self.run_dir), run_marker(self.run_dir))
-        self.saw_ray = terminate_tree(run_marker(self.run_dir), pgids, grace, exclude={os.getpid()}) or self.saw_ray
+        self.saw_ray = (
+            terminate_tree(run_marker(self.run_dir), pgids, grace, exclude={os.getpid()}) or self.saw_ray
+        )
 
     # ------------------------------------------------------------------ the run
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
         make_reserve(self.run_dir)
-        update_state(self.run_dir, lambda s: s.update(status="running", started=time.time(),
-                                                      supervisor_pid=os.getpid(),
-                                                      supervisor_create_time=process_create_time(os.getpid())))
+        update_state(
+            self.run_dir,
+            lambda s: s.update(
+                status="running",
+                started=time.time(),
+                supervisor_pid=os.getpid(),
+                supervisor_create_time=process_create_time(os.getpid()),
+            ),
+        )
         self._publish("run_state", None, status="running", verdict=None)
         stop_reason: str | None = None
         for index, step in enumerate(self.steps):
@@ -291,7 +318,9 @@ class Supervisor:
         def end(s: dict[str, Any]) -> None:
             if verdict == "Cancelled":
                 mark_cancelled(s)
-            s.update(status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict, ended=time.time(), **extra)
+            s.update(
+                status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict, ended=time.time(), **extra
+            )
 
         update_state(self.run_dir, end)
         self._publish("run_state", None, status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict)
@@ -370,8 +399,15 @@ def _crashed(sup: Supervisor) -> int:
     with contextlib.suppress(Exception):
         record_verdict(sup.run_dir, "Incomplete", reason="supervisor crashed")
     with contextlib.suppress(Exception):
-        update_state(sup.run_dir, lambda s: s.update(status="failed", verdict="Incomplete", ended=time.time(),
-                                                     error="supervisor crashed (see supervisor.log)"))
+        update_state(
+            sup.run_dir,
+            lambda s: s.update(
+                status="failed",
+                verdict="Incomplete",
+                ended=time.time(),
+                error="supervisor crashed (see supervisor.log)",
+            ),
+        )
     return 1
 
 

@@ -32,15 +32,19 @@ def _print_human(res: dict[str, Any]) -> None:
         parts += list(r.get("overrides") or [])
         if parts:
             print("Remedy: " + " ".join(parts))
-    others = [f for f in res.get("findings") or [] if not p or f["line"] != p["line"] or f["class"] != p["class"]]
+    others = [
+        f for f in res.get("findings") or [] if not p or f["line"] != p["line"] or f["class"] != p["class"]
+    ]
     if others:
         print("Other findings:")
         for f in others[:30]:
-            print(f"  {f['verdict']:<7} {f['class']:<24} line {f['line']} (x{f['count']}): {f['evidence'][:160]}")
+            print(
+                f"  {f['verdict']:<7} {f['class']:<24} line {f['line']} (x{f['count']}): {f['evidence'][:160]}"
+            )
 
 
 def likely_line(res: dict[str, Any]) -> str:
-    """"likely X (confidence c, lines ...); also consistent with Y, Z" for the primary finding."""
+    """ "likely X (confidence c, lines ...); also consistent with Y, Z" for the primary finding."""
     p = res.get("primary") or {}
     lines = ", ".join(str(n) for n in (p.get("lines") or [p.get("line")])[:6])
     text = f"Cause: likely {p.get('class')} (confidence {p.get('confidence', 0):.2f}, lines {lines})"

@@ -32,31 +32,50 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
-STRUCTURE_LITERALS = (TRACEBACK_START, FRAME_LITERAL, ": in ", "ERROR", "FATAL", "CRITICAL", "Check failed",
-                      *CHAIN_LITERALS, *EXCEPTION_LITERALS, *IMPORT_LITERALS,
-                      *METRIC_LITERALS)
-_FRAME_RE = re.compile(r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
-                       r'|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)')  # python / pytest frames
+STRUCTURE_LITERALS = (
+    TRACEBACK_START,
+    FRAME_LITERAL,
+    ": in ",
+    "ERROR",
+    "FATAL",
+    "CRITICAL",
+    "Check failed",
+    *CHAIN_LITERALS,
+    *EXCEPTION_LITERALS,
+    *IMPORT_LITERALS,
+    *METRIC_LITERALS,
+)
+_FRAME_RE = re.compile(
+    r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
+    r"|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)"
+)  # python / pytest frames
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
-_BLOCKING_RE = re.compile(r"(?:\bsleep\(|\.wait\(|waitpid\(|\.join\(|select\(|\.poll\(|\.acquire\(|\bget\(|"
-                          r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)")
+_BLOCKING_RE = re.compile(
+    r"(?:\bsleep\(|\.wait\(|waitpid\(|\.join\(|select\(|\.poll\(|\.acquire\(|\bget\(|"
+    r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
+)
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Process prefixes that interleave several processes' output (Ray actors, torchrun ranks, compose...).
-_PREFIX_RE = re.compile("|".join(f"(?:{p})" for p in (
-    r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)\s?",
-    r"\[(?:default|rank)\d+\]:\s?",
-    r"\[\d+\] (?=\[)",
-    r"[\w.-]+-\d+\s+\| ",
-    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] ",
-    r"\d{4}-\d\d-\d\d[ T][\d:,.]+ \| \w+ \| \w+ \| ",
-    r"\[(?:[a-z0-9_-]+ )?\d+step\] ",
-)))
+_PREFIX_RE = re.compile(
+    "|".join(
+        f"(?:{p})"
+        for p in (
+            r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)\s?",
+            r"\[(?:default|rank)\d+\]:\s?",
+            r"\[\d+\] (?=\[)",
+            r"[\w.-]+-\d+\s+\| ",
+            r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] ",
+            r"\d{4}-\d\d-\d\d[ T][\d:,.]+ \| \w+ \| \w+ \| ",
+            r"\[(?:[a-z0-9_-]+ )?\d+step\] ",
+        )
+    )
+)
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 # An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
 ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
@@ -84,7 +103,7 @@ def split_prefix(text: str) -> tuple[str, str]:
     m = _PREFIX_RE.match(text)
     while m is not None and m.end() > 0:
         parts.append(m.group(0).strip())
-        text = text[m.end():]
+        text = text[m.end() :]
         m = _PREFIX_RE.match(text)
     return " ".join(parts), text
 
@@ -128,9 +147,16 @@ class Finding:
     also: list[str] = field(default_factory=list)  # other classes the same evidence fits
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"class": self.cls, "verdict": self.verdict, "line": self.line,
-                             "count": self.count, "evidence": self.evidence, "rule": self.rule,
-                             "confidence": round(self.confidence, 2), "lines": list(self.lines or [self.line])}
+        d: dict[str, Any] = {
+            "class": self.cls,
+            "verdict": self.verdict,
+            "line": self.line,
+            "count": self.count,
+            "evidence": self.evidence,
+            "rule": self.rule,
+            "confidence": round(self.confidence, 2),
+            "lines": list(self.lines or [self.line]),
+        }
         if self.soft:
             d["soft"] = True
         if self.transient:
@@ -147,8 +173,9 @@ class TriageEngine:
         self.cat = catalog or default_catalog()
         self.framework = framework if framework in FRAMEWORKS else "unknown"
         self._detect = self.framework == "unknown"
-        self._fw_literals = [(fw, lit) for fw in ("demo", "verl", "nemo-rl")
-                             for lit in self.cat.frameworks.get(fw, ())]
+        self._fw_literals = [
+            (fw, lit) for fw in ("demo", "verl", "nemo-rl") for lit in self.cat.frameworks.get(fw, ())
+        ]
         literals = sorted({*self.cat.literals(), *STRUCTURE_LITERALS, "[repeated"})
         self._prefilter = re.compile("|".join(re.escape(x) for x in sorted(literals, key=len, reverse=True)))
         # literal -> indices of the rules / markers that list it (candidate selection per line)
@@ -240,8 +267,17 @@ class TriageEngine:
         if rule is not None:
             if rule.cls == NOISE_CLASS and rule.id == "noise_exception_ignored_del":
                 self._noise_pending.add(prefix)
-            f = self._add(rule.cls, rule.verdict, lineno, body, rule.id, count, rule.soft, rule,
-                          upgrade=self._frame_upgrade(rule.cls, tb))
+            f = self._add(
+                rule.cls,
+                rule.verdict,
+                lineno,
+                body,
+                rule.id,
+                count,
+                rule.soft,
+                rule,
+                upgrade=self._frame_upgrade(rule.cls, tb),
+            )
             if f is not None:
                 new.append(f)
             if tb is not None and rule.verdict != "Noise":
@@ -255,8 +291,13 @@ class TriageEngine:
                     new.append(added)
                 if tb is not None:
                     tb.classified = True
-        if (not handled and tb is None and not present.isdisjoint(ERROR_LEVEL_LITERALS)
-                and _ERROR_LEVEL_RE.search(text) and not (rule and rule.verdict == "Noise")):
+        if (
+            not handled
+            and tb is None
+            and not present.isdisjoint(ERROR_LEVEL_LITERALS)
+            and _ERROR_LEVEL_RE.search(text)
+            and not (rule and rule.verdict == "Noise")
+        ):
             f = self._component_finding(body, lineno)
             if f is not None:
                 added = self._add_finding(f, count)
@@ -270,7 +311,9 @@ class TriageEngine:
                 self._exception_line(prefix, tb, exc, lineno, body, new)
         elif exc is not None and exc.group("inner") and any(w in exc.group("type") for w in _RAY_WRAPPERS):
             # a Ray wrapper with no traceback header above it: the remote traceback follows
-            self._tbs[prefix] = _Traceback(start=lineno, wrapper=exc.group("inner"), exc_line=lineno, exc_text=body)
+            self._tbs[prefix] = _Traceback(
+                start=lineno, wrapper=exc.group("inner"), exc_line=lineno, exc_text=body
+            )
         elif exc is not None and prefix not in self._noise_pending:
             self._bare_exception(exc, lineno, body, rule, handled, new)
         return [f.to_dict() for f in new]
@@ -279,8 +322,16 @@ class TriageEngine:
         new: list[Finding] = []
         for a in self._metrics.feed(lineno, body):
             info = self.cat.classes["metric_failure"]
-            f = Finding("metric_failure", info.verdict, a.line, evidence_text(a.evidence), f"metrics:{a.kind}",
-                        file=self.source, confidence=0.75, lines=a.lines)
+            f = Finding(
+                "metric_failure",
+                info.verdict,
+                a.line,
+                evidence_text(a.evidence),
+                f"metrics:{a.kind}",
+                file=self.source,
+                confidence=0.75,
+                lines=a.lines,
+            )
             added = self._add_finding(f, 1)
             if added is not None:
                 new.append(added)
@@ -289,15 +340,32 @@ class TriageEngine:
     def note_hang(self, idle_s: float, lineno: int | None = None) -> dict[str, Any]:
         """The monitor saw no progress for ``idle_s`` seconds: record a ``hang`` finding."""
         line = lineno if lineno is not None else self.last_line
-        f = self._add("hang", self.cat.classes["hang"].verdict, line,
-                      f"no progress for {idle_s:.0f} s", "no_progress_timeout", 1, False, None)
+        f = self._add(
+            "hang",
+            self.cat.classes["hang"].verdict,
+            line,
+            f"no progress for {idle_s:.0f} s",
+            "no_progress_timeout",
+            1,
+            False,
+            None,
+        )
         return (f or self._findings[("hang", "no_progress_timeout")]).to_dict()
 
-    def note_cancel(self, reason: str = "cancelled from the console", lineno: int | None = None) -> dict[str, Any]:
+    def note_cancel(
+        self, reason: str = "cancelled from the console", lineno: int | None = None
+    ) -> dict[str, Any]:
         """The user cancelled the run (rl-console's own cancel): the verdict is Cancelled, never Fail."""
         line = lineno if lineno is not None else self.last_line
-        f = Finding("cancelled", "Cancelled", line, evidence_text(reason), "console_cancel", file=self.source,
-                    confidence=1.0)
+        f = Finding(
+            "cancelled",
+            "Cancelled",
+            line,
+            evidence_text(reason),
+            "console_cancel",
+            file=self.source,
+            confidence=1.0,
+        )
         added = self._add_finding(f, 1)
         return (added or self._findings[("cancelled", "console_cancel")]).to_dict()
 
@@ -341,8 +409,12 @@ class TriageEngine:
         inert = {".py:", "[repeated"} - rule_lits - marker_lits
         rule_only = rule_lits - marker_lits - set(STRUCTURE_LITERALS) - inert
         feed = set(self.literals) - inert - rule_only
-        return {"inert": frozenset(inert), "rule": frozenset(rule_only), "feed": frozenset(feed),
-                "guards": frozenset((*EXCEPTION_WORDS, PYTEST_FRAME_LITERAL))}
+        return {
+            "inert": frozenset(inert),
+            "rule": frozenset(rule_only),
+            "feed": frozenset(feed),
+            "guards": frozenset((*EXCEPTION_WORDS, PYTEST_FRAME_LITERAL)),
+        }
 
     def open_prefixes(self) -> set[str]:
         """The process prefixes with an open traceback (or one about to open): while there are some,
@@ -410,8 +482,11 @@ class TriageEngine:
             return set(self._line_ac.find_matches_as_strings(text, overlapping=True))
         if not self._prefilter.search(text):
             return set()
-        return {lit for lit in self._rules_by_lit.keys() | self._markers_by_lit.keys() | set(STRUCTURE_LITERALS)
-                if lit in text}
+        return {
+            lit
+            for lit in self._rules_by_lit.keys() | self._markers_by_lit.keys() | set(STRUCTURE_LITERALS)
+            if lit in text
+        }
 
     def _match_rule(self, body: str, present: set[str], noise_only: bool = False) -> Rule | None:
         idx = sorted({i for lit in present for i in self._rules_by_lit.get(lit, ())})
@@ -497,12 +572,17 @@ class TriageEngine:
             while len(tb.sources) < len(tb.frames) - 1:
                 tb.sources.append("")
             return
-        if (prefix in self._noise_pending and body.strip() and not body.startswith(" ")
-                and "Exception ignored in" not in body):
+        if (
+            prefix in self._noise_pending
+            and body.strip()
+            and not body.startswith(" ")
+            and "Exception ignored in" not in body
+        ):
             self._noise_pending.discard(prefix)
 
-    def _exception_line(self, prefix: str, tb: _Traceback, exc: re.Match[str], lineno: int, body: str,
-                        new: list[Finding]) -> None:
+    def _exception_line(
+        self, prefix: str, tb: _Traceback, exc: re.Match[str], lineno: int, body: str, new: list[Finding]
+    ) -> None:
         etype = exc.group("type")
         if exc.group("inner") and any(w in etype for w in _RAY_WRAPPERS):
             tb.frames.clear()  # the remote traceback follows; keep the traceback open
@@ -519,8 +599,9 @@ class TriageEngine:
         if self.root_exception is None:
             self.root_exception = (lineno, evidence_text(text))
 
-    def _bare_exception(self, exc: re.Match[str], lineno: int, body: str, rule: Rule | None, handled: bool,
-                        new: list[Finding]) -> None:
+    def _bare_exception(
+        self, exc: re.Match[str], lineno: int, body: str, rule: Rule | None, handled: bool, new: list[Finding]
+    ) -> None:
         """``Type: message`` with no traceback around it (an excerpt cut above it, a logged error)."""
         if rule is not None and rule.verdict == "Noise":
             return
@@ -555,8 +636,9 @@ class TriageEngine:
                 new.append(added)
             tb.classified = True
 
-    def _exception_finding(self, etype: str, inner: str | None, msg: str, lineno: int, text: str,
-                           frames: list[str] | None = None) -> Finding | None:
+    def _exception_finding(
+        self, etype: str, inner: str | None, msg: str, lineno: int, text: str, frames: list[str] | None = None
+    ) -> Finding | None:
         """A finding named by the exception's type (the wrapped type for Ray wrappers), or None."""
         types = [inner, etype] if inner else [etype]
         for t in types:
@@ -572,24 +654,45 @@ class TriageEngine:
     def _component_finding(self, text: str, lineno: int) -> Finding | None:
         for c in self.cat.components:
             if c.regex.search(text):
-                return Finding(c.cls, c.verdict, lineno, evidence_text(text), f"component:{c.id}", file=self.source,
-                               tier=2, confidence=0.45, lines=[lineno], also=["unknown_error"])
+                return Finding(
+                    c.cls,
+                    c.verdict,
+                    lineno,
+                    evidence_text(text),
+                    f"component:{c.id}",
+                    file=self.source,
+                    tier=2,
+                    confidence=0.45,
+                    lines=[lineno],
+                    also=["unknown_error"],
+                )
         return None
 
     def _exc_rule_finding(self, er: ExceptionRule, lineno: int, text: str) -> Finding:
         info = self.cat.classes[er.cls]
-        return Finding(er.cls, er.verdict, lineno, evidence_text(text), er.id, file=self.source,
-                       tier=er.tier if er.tier is not None else info.tier, confidence=er.confidence)
+        return Finding(
+            er.cls,
+            er.verdict,
+            lineno,
+            evidence_text(text),
+            er.id,
+            file=self.source,
+            tier=er.tier if er.tier is not None else info.tier,
+            confidence=er.confidence,
+        )
 
     def _import_finding(self, prefix: str, body: str, lineno: int, tb: _Traceback | None) -> Finding | None:
-        if "No module named" not in body and not body.lstrip().startswith(("ImportError", "ModuleNotFoundError")):
+        if "No module named" not in body and not body.lstrip().startswith(
+            ("ImportError", "ModuleNotFoundError")
+        ):
             return None  # e.g. "RayTaskError(ModuleNotFoundError)": decided when its traceback closes
         frames = (tb.frames if tb is not None else []) or []
         in_worker = "raylet" in prefix or bool(tb is not None and tb.wrapper)
         return self._import_decision(body, body, lineno, frames, "ModuleNotFoundError", in_worker)
 
-    def _import_decision(self, msg: str, text: str, lineno: int, frames: list[str], etype: str,
-                         in_worker: bool = False) -> Finding:
+    def _import_decision(
+        self, msg: str, text: str, lineno: int, frames: list[str], etype: str, in_worker: bool = False
+    ) -> Finding:
         """The module named by a failed import decides: the Bridge/NeMo-RL/Megatron stack (bridge_import),
         a worker interpreter that is not the driver's (container_venv_mismatch), anything else
         (missing_dependency)."""
@@ -616,8 +719,17 @@ class TriageEngine:
         else:
             cls, rid, conf = "missing_dependency", "import_missing_module", 0.8 if mod else 0.6
         info = self.cat.classes[cls]
-        return Finding(cls, info.verdict, lineno, evidence_text(text), rid, file=self.source, confidence=conf,
-                       lines=lines, also=also)
+        return Finding(
+            cls,
+            info.verdict,
+            lineno,
+            evidence_text(text),
+            rid,
+            file=self.source,
+            confidence=conf,
+            lines=lines,
+            also=also,
+        )
 
     def _signal_interrupted(self, tb: _Traceback) -> bool:
         """A frame of a signal handler entered from a blocking call (sleep, wait, join...)."""
@@ -642,13 +754,22 @@ class TriageEngine:
                 f.lines = lines
                 return f
         if self._signal_interrupted(tb):
-            return Finding("cancelled", "Cancelled", line, evidence, "frames_signal_handler", file=self.source,
-                           confidence=0.6, lines=lines)
+            return Finding(
+                "cancelled",
+                "Cancelled",
+                line,
+                evidence,
+                "frames_signal_handler",
+                file=self.source,
+                confidence=0.6,
+                lines=lines,
+            )
         frames = "\n".join([tb.exc_text or "", *tb.frames] if tb.wrapper else tb.frames)
         for fr in self.cat.frame_rules:
             if fr.regex.search(frames):
-                return Finding(fr.cls, fr.verdict, line, evidence, fr.id, file=self.source, confidence=0.6,
-                               lines=lines)
+                return Finding(
+                    fr.cls, fr.verdict, line, evidence, fr.id, file=self.source, confidence=0.6, lines=lines
+                )
         if tb.chained:
             prev = self._last_closed.get(prefix)
             if prev is not None and prev is not tb and prev.classified:
@@ -660,8 +781,16 @@ class TriageEngine:
             comp.lines = lines
             return comp
         etype = tb.exc_text.split(":", 1)[0].strip()
-        return Finding("unknown_error", self.cat.classes["unknown_error"].verdict, line, evidence,
-                       f"traceback:{etype}", file=self.source, confidence=0.4, lines=lines)
+        return Finding(
+            "unknown_error",
+            self.cat.classes["unknown_error"].verdict,
+            line,
+            evidence,
+            f"traceback:{etype}",
+            file=self.source,
+            confidence=0.4,
+            lines=lines,
+        )
 
     def _pending_traceback_findings(self, existing: list[Finding]) -> list[Finding]:
         """Tracebacks still open at the end of the input (an excerpt cut mid-traceback)."""
@@ -670,10 +799,18 @@ class TriageEngine:
             if tb.noise or tb.classified:
                 continue
             f = self._classify_traceback(tb, prefix)
-            if f is None and not any(x.verdict in ("Fail", "Blocked") and not x.transient for x in existing + out):
-                f = Finding("unknown_error", self.cat.classes["unknown_error"].verdict, tb.start,
-                            tb.frames[-1] if tb.frames else TRACEBACK_START, "traceback:unterminated",
-                            confidence=0.3, lines=[tb.start])
+            if f is None and not any(
+                x.verdict in ("Fail", "Blocked") and not x.transient for x in existing + out
+            ):
+                f = Finding(
+                    "unknown_error",
+                    self.cat.classes["unknown_error"].verdict,
+                    tb.start,
+                    tb.frames[-1] if tb.frames else TRACEBACK_START,
+                    "traceback:unterminated",
+                    confidence=0.3,
+                    lines=[tb.start],
+                )
             if f is not None:
                 f.evidence = evidence_text(f.evidence)
                 f.file = self.source
@@ -710,8 +847,18 @@ class TriageEngine:
                     return fr.cls, fr.verdict, fr.id
         return None
 
-    def _add(self, cls: str, verdict: str, lineno: int, text: str, rule_id: str, count: int, soft: bool,
-             rule: Rule | None, upgrade: tuple[str, str, str] | None = None) -> Finding | None:
+    def _add(
+        self,
+        cls: str,
+        verdict: str,
+        lineno: int,
+        text: str,
+        rule_id: str,
+        count: int,
+        soft: bool,
+        rule: Rule | None,
+        upgrade: tuple[str, str, str] | None = None,
+    ) -> Finding | None:
         if upgrade is not None:
             cls, verdict, frame_id = upgrade
             rule_id = f"{rule_id}+{frame_id}"
@@ -719,9 +866,20 @@ class TriageEngine:
         lines = [lineno]
         if rule is not None and rule.context is not None and rule.context in self.context:
             lines.insert(0, self.context[rule.context])
-        f = Finding(cls=cls, verdict=verdict, line=lineno, evidence=text, rule=rule_id, soft=soft,
-                    file=self.source, advice=rule.advice if rule else None,
-                    remedy=rule.remedy if rule else None, tier=rule.tier if rule else None,
-                    confidence=rule.confidence if rule else 0.9, lines=lines,
-                    transient=rule.transient if rule else False, min_count=rule.min_count if rule else 1)
+        f = Finding(
+            cls=cls,
+            verdict=verdict,
+            line=lineno,
+            evidence=text,
+            rule=rule_id,
+            soft=soft,
+            file=self.source,
+            advice=rule.advice if rule else None,
+            remedy=rule.remedy if rule else None,
+            tier=rule.tier if rule else None,
+            confidence=rule.confidence if rule else 0.9,
+            lines=lines,
+            transient=rule.transient if rule else False,
+            min_count=rule.min_count if rule else 1,
+        )
         return self._add_finding(f, count)

@@ -100,9 +100,18 @@ def score_case(case: dict[str, Any], workdir: Path) -> CaseResult:
         v_ok = got_v in want_v
         c_ok = got_c in want_c
         false_pass = got_v == "Pass" and "Pass" not in want_v
-    return CaseResult(id=str(case.get("id")), split=str(case.get("split") or "all"), want_class=want_c,
-                      want_verdict=want_v, got_class=got_c, got_verdict=got_v, verdict_ok=v_ok,
-                      class_ok=c_ok, false_pass=false_pass, evidence=str(primary.get("evidence") or "")[:120])
+    return CaseResult(
+        id=str(case.get("id")),
+        split=str(case.get("split") or "all"),
+        want_class=want_c,
+        want_verdict=want_v,
+        got_class=got_c,
+        got_verdict=got_v,
+        verdict_ok=v_ok,
+        class_ok=c_ok,
+        false_pass=false_pass,
+        evidence=str(primary.get("evidence") or "")[:120],
+    )
 
 
 def score_cases(cases: Iterable[dict[str, Any]], by_split: bool = True, name: str = "") -> dict[str, Score]:
@@ -120,12 +129,16 @@ def table(scores: Iterable[Score], verbose: bool = False) -> str:
     rows = [f"{'corpus:split':<34} {'cases':>5} {'verdict%':>8} {'class%':>7} {'falsePass':>9} {'misses':>6}"]
     misses: list[str] = []
     for s in scores:
-        rows.append(f"{s.name:<34} {s.n:>5} {s.verdict_pct:>8.1f} {s.class_pct:>7.1f} {s.false_pass:>9} "
-                    f"{len(s.misses):>6}")
+        rows.append(
+            f"{s.name:<34} {s.n:>5} {s.verdict_pct:>8.1f} {s.class_pct:>7.1f} {s.false_pass:>9} "
+            f"{len(s.misses):>6}"
+        )
         for r in s.misses if not verbose else s.results:
             mark = "ok  " if r.verdict_ok and r.class_ok else "MISS"
             # held-out excerpts must not guide rules: their evidence is not printed
             shown = r.evidence if r.evidence and r.split != "heldout" else ""
-            misses.append(f"{mark} [{s.name}] {r.id}: want {'|'.join(r.want_class)}/{'|'.join(r.want_verdict)} "
-                          f"got {r.got_class}/{r.got_verdict}" + (f"  <{shown}>" if shown else ""))
+            misses.append(
+                f"{mark} [{s.name}] {r.id}: want {'|'.join(r.want_class)}/{'|'.join(r.want_verdict)} "
+                f"got {r.got_class}/{r.got_verdict}" + (f"  <{shown}>" if shown else "")
+            )
     return "\n".join(rows + ([""] + misses if misses else []))

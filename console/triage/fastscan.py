@@ -64,8 +64,9 @@ def make_finder(literals: Iterable[str], split_by_ansi: bool = True) -> tuple[Fi
     return starts, name
 
 
-def _hit_finder(pats: list[bytes], split_by_ansi: bool) -> tuple[Callable[[Any], list[tuple[int, int, int]]], str,
-                                                                   list[bytes] | None]:
+def _hit_finder(
+    pats: list[bytes], split_by_ansi: bool
+) -> tuple[Callable[[Any], list[tuple[int, int, int]]], str, list[bytes] | None]:
     """(finder of (pattern index, start, end) hits, its name, the patterns by index or None)."""
     try:
         import ahocorasick_rs  # optional accelerator (Rust Aho-Corasick)
@@ -145,8 +146,10 @@ class LineGate:
         self._keyed: set[str] = set()
         for lit in self._rule_lits:
             # the keys of each rule this literal selects, knowing only that the literal is in the line
-            ks = [query_keys(factors[i].query, [lit.lower() if factors[i].ignorecase else lit])
-                  for i in self._rules_by_lit.get(lit, ())]
+            ks = [
+                query_keys(factors[i].query, [lit.lower() if factors[i].ignorecase else lit])
+                for i in self._rules_by_lit.get(lit, ())
+            ]
             if ks and all(ks):
                 self._keyed.add(lit)
                 for k in {k.lower().encode() for kk in ks for k in kk or ()}:
@@ -158,7 +161,9 @@ class LineGate:
 
             pats = sorted(set(keys) | set(FOLD_SPECIALS))
             self._key_lits = [frozenset(keys[p]) if p in keys else None for p in pats]  # None: any literal
-            self._key_ac = ahocorasick_rs.BytesAhoCorasick(pats, implementation=ahocorasick_rs.Implementation.DFA)
+            self._key_ac = ahocorasick_rs.BytesAhoCorasick(
+                pats, implementation=ahocorasick_rs.Implementation.DFA
+            )
 
     def hit_finder(self) -> tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str]:
         """(finder of hits in a raw chunk, the kind of each pattern index, the finder's name).
@@ -296,8 +301,12 @@ def line_text(raw: bytes) -> str:
 class FastFileScanner:
     """Post-mortem: feed one file's candidate lines (see the module docstring) through the engine."""
 
-    def __init__(self, engine: TriageEngine, gate: LineGate,
-                 finder: tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str] | None = None) -> None:
+    def __init__(
+        self,
+        engine: TriageEngine,
+        gate: LineGate,
+        finder: tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str] | None = None,
+    ) -> None:
         self.engine = engine
         self.gate = gate
         self.find, self.kinds, _ = finder or gate.hit_finder()
@@ -326,8 +335,9 @@ class FastFileScanner:
         it holds a literal feed() acts on (else ``needs_feed`` decides)."""
         hits = self.find(memoryview(buf)[:end] if end < len(buf) else buf)
         if buf.find(b"\x00", 0, end) >= 0:  # removing NULs can join a literal: those lines are candidates
-            hits = sorted([*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))],
-                          key=lambda h: h[1])
+            hits = sorted(
+                [*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))], key=lambda h: h[1]
+            )
         kinds = self.kinds
         out: list[tuple[int, int, int, bool]] = []
         keyed: list[tuple[int, int, int, bool]] = []
@@ -367,8 +377,9 @@ class FastFileScanner:
             pos, lineno = nl + 1, lineno + 1
         if keyed:
             cap = LINE_CAP
-            found = self.gate.batch_keys([buf[s:s + cap] if e - s > cap else buf[s:e] for s, e, _, _ in keyed],
-                                         keyed_lits)
+            found = self.gate.batch_keys(
+                [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _ in keyed], keyed_lits
+            )
             if found:
                 out = sorted(out + [keyed[j] for j in found])
         return out
@@ -388,7 +399,9 @@ class FastFileScanner:
                 engine.skip_to(lineno)  # past the detection window: as feed() would note it
             if busy or detecting:
                 nl = buf.find(b"\n", pos, end)
-                self._feed(lineno, buf[pos:pos + LINE_CAP] if nl - pos > LINE_CAP else buf[pos:nl], detecting)
+                self._feed(
+                    lineno, buf[pos : pos + LINE_CAP] if nl - pos > LINE_CAP else buf[pos:nl], detecting
+                )
                 pos, lineno = nl + 1, lineno + 1
                 busy = engine.wants_more
                 continue
@@ -398,7 +411,7 @@ class FastFileScanner:
                 break
             start, nl, lineno, sure = lines[ci]
             ci += 1
-            raw = buf[start:start + LINE_CAP] if nl - start > LINE_CAP else buf[start:nl]
+            raw = buf[start : start + LINE_CAP] if nl - start > LINE_CAP else buf[start:nl]
             if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
                 self.fed += 1
                 engine.feed(lineno, line_text(raw))
@@ -421,7 +434,7 @@ class FastFileScanner:
                 if nl < 0:
                     continue
                 self.chunk(giant + b"\n")
-                giant, data = None, data[nl + 1:]
+                giant, data = None, data[nl + 1 :]
             buf = carry + data if carry else data
             cut = buf.rfind(b"\n")
             if cut < 0:
@@ -431,7 +444,7 @@ class FastFileScanner:
                     carry = buf
                 continue
             self.chunk(buf, cut + 1)
-            carry = buf[cut + 1:]
+            carry = buf[cut + 1 :]
         if giant is not None:
             self.chunk(giant + b"\n")
         elif carry:
@@ -441,9 +454,12 @@ class FastFileScanner:
         return lines
 
 
-def scan_file(engine: TriageEngine, fh: BinaryIO, gate: LineGate | None = None,
-              finder: tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str] | None = None,
-              ) -> FastFileScanner:
+def scan_file(
+    engine: TriageEngine,
+    fh: BinaryIO,
+    gate: LineGate | None = None,
+    finder: tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str] | None = None,
+) -> FastFileScanner:
     gate = gate or LineGate(engine)
     scanner = FastFileScanner(engine, gate, finder)
     scanner.scan(fh)

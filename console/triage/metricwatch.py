@@ -20,7 +20,8 @@ LITERALS = ("grad_norm", "grad norm", "Grad norm", "grad-norm", "gradient norm",
 _PAIR = re.compile(
     r"(?P<key>[A-Za-z][\w/@.\-]*(?: [a-z][\w/@.\-]*){0,2})\s*(?::|=)\s*"
     r"(?:np\.float\d+\(|tensor\()?(?P<val>[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))(?![\w.])",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _STEP = re.compile(r"(?:\bstep[:= ]\s*|\biteration\s+|global_step[:=]\s*)(\d+)", re.IGNORECASE)
 
 EXPLODE_RATIO = 100.0  # a grad norm this many times the median of the earlier ones...
@@ -56,8 +57,9 @@ def _kind(key: str) -> str | None:
     k = key.lower()
     if "grad" in k and "norm" in k:
         return "grad_norm"
-    if ("reward" in k or k.endswith("score/mean")) and not any(x in k for x in ("std", "min", "max", "model", "fn",
-                                                                                 "manager")):
+    if ("reward" in k or k.endswith("score/mean")) and not any(
+        x in k for x in ("std", "min", "max", "model", "fn", "manager")
+    ):
         return "reward"
     return None
 
@@ -112,16 +114,30 @@ class MetricWatch:
             return None
         g0, g1 = self.grad
         if not math.isfinite(g0[2]) and not math.isfinite(g1[2]):
-            return Anomaly("grad_norm_nonfinite", g0[0], [g0[0], g1[0]], g0[1],
-                           f"grad norm {g0[2]} then {g1[2]} on consecutive reports")
+            return Anomaly(
+                "grad_norm_nonfinite",
+                g0[0],
+                [g0[0], g1[0]],
+                g0[1],
+                f"grad norm {g0[2]} then {g1[2]} on consecutive reports",
+            )
         # the median is only needed when both values reach EXPLODE_MIN (the usual line: no sort at all)
-        if (len(self.grad_before) >= 3 and math.isfinite(g0[2]) and math.isfinite(g1[2])
-                and min(g0[2], g1[2]) >= EXPLODE_MIN):
+        if (
+            len(self.grad_before) >= 3
+            and math.isfinite(g0[2])
+            and math.isfinite(g1[2])
+            and min(g0[2], g1[2]) >= EXPLODE_MIN
+        ):
             prev = sorted(self.grad_before)
             base = prev[len(prev) // 2]
             if base > 0 and min(g0[2], g1[2]) >= max(EXPLODE_MIN, EXPLODE_RATIO * base):
-                return Anomaly("grad_norm_exploding", g0[0], [g0[0], g1[0]], g0[1],
-                               f"grad norm {g0[2]:g}, {g1[2]:g} vs a median of {base:g} before")
+                return Anomaly(
+                    "grad_norm_exploding",
+                    g0[0],
+                    [g0[0], g1[0]],
+                    g0[1],
+                    f"grad norm {g0[2]:g}, {g1[2]:g} vs a median of {base:g} before",
+                )
         return None
 
     def _check_reward(self) -> Anomaly | None:
@@ -138,6 +154,11 @@ class MetricWatch:
             return None
         tail = list(self.reward)
         if all(math.isfinite(v) and v <= COLLAPSE_FRACTION * peak for _, _, v in tail):
-            return Anomaly("reward_collapse", tail[0][0], [x[0] for x in tail], tail[0][1],
-                           f"reward fell from a median of {peak:.3g} to {tail[-1][2]:g} for {COLLAPSE_STEPS} reports")
+            return Anomaly(
+                "reward_collapse",
+                tail[0][0],
+                [x[0] for x in tail],
+                tail[0][1],
+                f"reward fell from a median of {peak:.3g} to {tail[-1][2]:g} for {COLLAPSE_STEPS} reports",
+            )
         return None

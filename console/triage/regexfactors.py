@@ -32,7 +32,9 @@ except ImportError:  # pragma: no cover - older Pythons
 # A query: True (no requirement), a literal string, ("and", [q...]) or ("or", [q...]).
 Query = Any
 MIN_FACTOR = 2  # one-character factors filter nothing worth the test
-_REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT} | ({_c.POSSESSIVE_REPEAT} if hasattr(_c, "POSSESSIVE_REPEAT") else set())
+_REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT} | (
+    {_c.POSSESSIVE_REPEAT} if hasattr(_c, "POSSESSIVE_REPEAT") else set()
+)
 _GROUPS = {_c.SUBPATTERN} | ({_c.ATOMIC_GROUP} if hasattr(_c, "ATOMIC_GROUP") else set())
 
 
@@ -89,7 +91,9 @@ def query_keys(q: Query, given: Iterable[str] = ()) -> list[str] | None:
     best: list[str] | None = None
     for p in parts:  # any one conjunct will do: the one with the longest shortest string
         k = query_keys(p, given)
-        if k is not None and (best is None or (min(map(len, k)), -len(k)) > (min(map(len, best)), -len(best))):
+        if k is not None and (
+            best is None or (min(map(len, k)), -len(k)) > (min(map(len, best)), -len(best))
+        ):
             best = k
     return best
 
@@ -177,7 +181,9 @@ class _Reader:
             if op in _GROUPS:
                 sub = av[-1]
                 if op is _c.SUBPATTERN and (av[1] | av[2]) & re.IGNORECASE and not self.ignorecase:
-                    self.uses_ignorecase = True  # a scoped (?i:...): the caller reads it all again ignoring case
+                    self.uses_ignorecase = (
+                        True  # a scoped (?i:...): the caller reads it all again ignoring case
+                    )
                     q, lit = True, None
                 else:
                     q, lit = self.seq(sub)
@@ -231,4 +237,6 @@ def _required(source: str | bytes, flags: int) -> Factors:
         reader = _Reader(True)
         query, _ = reader.seq(tree)
     keys = query_keys(query)
-    return Factors(query, reader.uses_ignorecase, compile_query(query), tuple(dict.fromkeys(keys)) if keys else None)
+    return Factors(
+        query, reader.uses_ignorecase, compile_query(query), tuple(dict.fromkeys(keys)) if keys else None
+    )

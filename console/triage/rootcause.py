@@ -58,8 +58,13 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     ended = completed or exiting
     done_at = engine.completed_line or engine.exiting_line or 0
     for f in findings:
-        if ended and f.verdict in FAILING and f.line > done_at and _tier(engine, f.cls, f) >= 1 \
-                and f.cls not in ("hang", "teardown_crash"):
+        if (
+            ended
+            and f.verdict in FAILING
+            and f.line > done_at
+            and _tier(engine, f.cls, f) >= 1
+            and f.cls not in ("hang", "teardown_crash")
+        ):
             if exit_code == 0:
                 f.verdict = "Noise"
             else:
@@ -110,12 +115,27 @@ def _death_finding(engine: TriageEngine, exit_code: int | None, completed: bool,
         line, _, text = engine.fatal[0]
     else:
         line = engine.last_line
-        text = (f"exit code {exit_code} after training completed" if completed
-                else f"exit code {exit_code} with no recognised cause")
-    rule = f"exit_code:{exit_code}" if exit_code not in (None, 0) else f"fatal:{engine.fatal[0][1] if engine.fatal else 'exception'}"
+        text = (
+            f"exit code {exit_code} after training completed"
+            if completed
+            else f"exit code {exit_code} with no recognised cause"
+        )
+    rule = (
+        f"exit_code:{exit_code}"
+        if exit_code not in (None, 0)
+        else f"fatal:{engine.fatal[0][1] if engine.fatal else 'exception'}"
+    )
     lines = sorted({line, *(x[0] for x in engine.fatal[:3])}) if not completed else [line]
-    return finding_cls(cls, engine.cat.classes[cls].verdict, line, text, rule, file=engine.source,
-                       confidence=0.3, lines=lines)
+    return finding_cls(
+        cls,
+        engine.cat.classes[cls].verdict,
+        line,
+        text,
+        rule,
+        file=engine.source,
+        confidence=0.3,
+        lines=lines,
+    )
 
 
 def _choose(engine: TriageEngine, candidates: list[Finding]) -> Finding:
@@ -128,8 +148,15 @@ def _choose(engine: TriageEngine, candidates: list[Finding]) -> Finding:
     cancels = [f for f in candidates if f.verdict == "Cancelled"]
     if cancels:
         first = min(cancels, key=lambda f: f.line)
-        causes = [f for f in candidates if f.verdict in FAILING and _tier(engine, f.cls, f) == 0
-                  and f.line < first.line and f.confidence >= 0.6 and (f.file or "") == (first.file or "")]
+        causes = [
+            f
+            for f in candidates
+            if f.verdict in FAILING
+            and _tier(engine, f.cls, f) == 0
+            and f.line < first.line
+            and f.confidence >= 0.6
+            and (f.file or "") == (first.file or "")
+        ]
         if not causes:
             return first
         candidates = causes
@@ -142,16 +169,34 @@ def _alternatives(engine: TriageEngine, primary: Finding, candidates: list[Findi
         if f.cls == primary.cls:
             continue
         cur = best.get(f.cls)
-        if cur is None or (_tier(engine, f.cls, f), -f.confidence) < (_tier(engine, cur.cls, cur), -cur.confidence):
+        if cur is None or (_tier(engine, f.cls, f), -f.confidence) < (
+            _tier(engine, cur.cls, cur),
+            -cur.confidence,
+        ):
             best[f.cls] = f
     ranked = sorted(best.values(), key=lambda f: (_tier(engine, f.cls, f), -f.confidence, f.line))
-    out = [{"class": f.cls, "verdict": f.verdict, "line": f.line, "confidence": round(f.confidence, 2),
-            "evidence": f.evidence} for f in ranked[:MAX_ALTERNATIVES]]
+    out = [
+        {
+            "class": f.cls,
+            "verdict": f.verdict,
+            "line": f.line,
+            "confidence": round(f.confidence, 2),
+            "evidence": f.evidence,
+        }
+        for f in ranked[:MAX_ALTERNATIVES]
+    ]
     for cls in primary.also:  # the primary's own evidence also fits these classes
         if cls != primary.cls and cls not in best and len(out) < MAX_ALTERNATIVES:
             info = engine.cat.classes[cls]
-            out.append({"class": cls, "verdict": info.verdict, "line": primary.line,
-                        "confidence": round(primary.confidence * 0.6, 2), "evidence": primary.evidence})
+            out.append(
+                {
+                    "class": cls,
+                    "verdict": info.verdict,
+                    "line": primary.line,
+                    "confidence": round(primary.confidence * 0.6, 2),
+                    "evidence": primary.evidence,
+                }
+            )
     return out
 
 
@@ -166,9 +211,18 @@ def _primary_dict(engine: TriageEngine, f: Finding) -> dict[str, Any]:
     info = engine.cat.classes[f.cls]
     advice = f.advice or info.advice_for(engine.framework)
     remedy = copy.deepcopy(f.remedy if f.remedy is not None else info.remedy_for(engine.framework))
-    d: dict[str, Any] = {"class": f.cls, "verdict": f.verdict, "line": f.line, "evidence": f.evidence,
-                         "advice": advice, "remedy": remedy, "title": info.title, "rule": f.rule,
-                         "confidence": round(f.confidence, 2), "lines": list(f.lines or [f.line])}
+    d: dict[str, Any] = {
+        "class": f.cls,
+        "verdict": f.verdict,
+        "line": f.line,
+        "evidence": f.evidence,
+        "advice": advice,
+        "remedy": remedy,
+        "title": info.title,
+        "rule": f.rule,
+        "confidence": round(f.confidence, 2),
+        "lines": list(f.lines or [f.line]),
+    }
     if f.file is not None:
         d["file"] = f.file
     return d

@@ -15,11 +15,29 @@ CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.tom
 
 # The class ids of DESIGN.md (plus the Noise pseudo-class). The catalog must cover every one.
 CLASS_IDS = (
-    "rocr_visible_devices", "hf_rate_limit", "hf_offline_missing", "no_space", "missing_dependency",
-    "bridge_import", "container_venv_mismatch", "ray_cluster", "nccl", "config_error",
-    "tp_accuracy_guard", "data_missing", "cuda_oom", "cuda_graph_crash", "checkpoint_failure",
-    "metric_failure", "generation_failure", "teardown_crash", "hang", "unknown_error",
-    "catalog_drift", "cuda_error", "cancelled",
+    "rocr_visible_devices",
+    "hf_rate_limit",
+    "hf_offline_missing",
+    "no_space",
+    "missing_dependency",
+    "bridge_import",
+    "container_venv_mismatch",
+    "ray_cluster",
+    "nccl",
+    "config_error",
+    "tp_accuracy_guard",
+    "data_missing",
+    "cuda_oom",
+    "cuda_graph_crash",
+    "checkpoint_failure",
+    "metric_failure",
+    "generation_failure",
+    "teardown_crash",
+    "hang",
+    "unknown_error",
+    "catalog_drift",
+    "cuda_error",
+    "cancelled",
 )
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
@@ -188,10 +206,16 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             if "remedy" in extra:
                 entry["remedy"] = normalise_remedy(extra["remedy"], f"{where}.by_framework.{fw}")
             by_fw[fw] = entry
-        classes[cid] = ClassInfo(id=cid, title=str(c.get("title", cid)), verdict=verdict,
-                                 tier=int(c.get("tier", 0)), advice=str(c.get("advice", "")),
-                                 remedy=normalise_remedy(c.get("remedy"), where), by_framework=by_fw,
-                                 explains=tuple(c.get("explains") or ()))
+        classes[cid] = ClassInfo(
+            id=cid,
+            title=str(c.get("title", cid)),
+            verdict=verdict,
+            tier=int(c.get("tier", 0)),
+            advice=str(c.get("advice", "")),
+            remedy=normalise_remedy(c.get("remedy"), where),
+            by_framework=by_fw,
+            explains=tuple(c.get("explains") or ()),
+        )
     missing = [c for c in (*CLASS_IDS, NOISE_CLASS) if c not in classes]
     for cid, info in classes.items():
         if any(e not in classes for e in info.explains):
@@ -213,16 +237,24 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         verdict = r.get("verdict", classes[cls].verdict)
         if verdict not in VERDICTS:
             raise CatalogError(f"{where}: bad verdict {verdict!r}")
-        rules.append(Rule(
-            id=rid, cls=cls, verdict=verdict, literals=_literals(r.get("literals"), where),
-            regex=_compile(r.get("regex"), where), advice=r.get("advice"),
-            remedy=normalise_remedy(r["remedy"], where) if "remedy" in r else None,
-            soft=bool(r.get("soft", False)), context=r.get("context"),
-            frameworks=tuple(r.get("frameworks") or ()),
-            tier=int(r["tier"]) if "tier" in r else None,
-            transient=bool(r.get("transient", False)),
-            confidence=float(r.get("confidence", 0.9)), min_count=int(r.get("min_count", 1)),
-        ))
+        rules.append(
+            Rule(
+                id=rid,
+                cls=cls,
+                verdict=verdict,
+                literals=_literals(r.get("literals"), where),
+                regex=_compile(r.get("regex"), where),
+                advice=r.get("advice"),
+                remedy=normalise_remedy(r["remedy"], where) if "remedy" in r else None,
+                soft=bool(r.get("soft", False)),
+                context=r.get("context"),
+                frameworks=tuple(r.get("frameworks") or ()),
+                tier=int(r["tier"]) if "tier" in r else None,
+                transient=bool(r.get("transient", False)),
+                confidence=float(r.get("confidence", 0.9)),
+                min_count=int(r.get("min_count", 1)),
+            )
+        )
     frame_rules = []
     for i, r in enumerate(data.get("frame_rule") or []):
         where = f"frame_rule[{i}] {r.get('id', '?')}"
@@ -232,19 +264,35 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         upgrades = tuple(r.get("upgrades") or ())
         if any(u not in classes for u in upgrades):
             raise CatalogError(f"{where}: unknown class in upgrades {upgrades}")
-        frame_rules.append(FrameRule(id=r["id"], cls=cls, verdict=r.get("verdict", classes[cls].verdict),
-                                     regex=_compile(r.get("regex"), where), upgrades=upgrades))
+        frame_rules.append(
+            FrameRule(
+                id=r["id"],
+                cls=cls,
+                verdict=r.get("verdict", classes[cls].verdict),
+                regex=_compile(r.get("regex"), where),
+                upgrades=upgrades,
+            )
+        )
     markers = []
     for i, m in enumerate(data.get("marker") or []):
         where = f"marker[{i}] {m.get('id', '?')}"
         if m.get("kind") not in MARKER_KINDS:
             raise CatalogError(f"{where}: kind must be one of {MARKER_KINDS}")
-        markers.append(Marker(id=m["id"], kind=m["kind"], literals=_literals(m.get("literals"), where),
-                              regex=_compile(m.get("regex"), where), tag=m.get("tag"),
-                              complete_at_total=bool(m.get("complete_at_total", False)),
-                              upgrades=tuple(m.get("upgrades") or ()), cls=m.get("class")))
-        if markers[-1].upgrades and (markers[-1].cls not in classes
-                                     or any(u not in classes for u in markers[-1].upgrades)):
+        markers.append(
+            Marker(
+                id=m["id"],
+                kind=m["kind"],
+                literals=_literals(m.get("literals"), where),
+                regex=_compile(m.get("regex"), where),
+                tag=m.get("tag"),
+                complete_at_total=bool(m.get("complete_at_total", False)),
+                upgrades=tuple(m.get("upgrades") or ()),
+                cls=m.get("class"),
+            )
+        )
+        if markers[-1].upgrades and (
+            markers[-1].cls not in classes or any(u not in classes for u in markers[-1].upgrades)
+        ):
             raise CatalogError(f"{where}: upgrades needs a known class and known classes to upgrade")
     tags = {m.tag for m in markers if m.kind == "context"}
     for r in rules:
@@ -257,27 +305,47 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         cls = e.get("class")
         if cls not in classes:
             raise CatalogError(f"{where}: unknown class {cls!r}")
-        exceptions.append(ExceptionRule(
-            id=str(e.get("id")), cls=cls, verdict=e.get("verdict", classes[cls].verdict),
-            type_re=_compile(e.get("type"), where),
-            message_re=_compile(e["message"], where) if "message" in e else None,
-            tier=int(e["tier"]) if "tier" in e else None, confidence=float(e.get("confidence", 0.8))))
+        exceptions.append(
+            ExceptionRule(
+                id=str(e.get("id")),
+                cls=cls,
+                verdict=e.get("verdict", classes[cls].verdict),
+                type_re=_compile(e.get("type"), where),
+                message_re=_compile(e["message"], where) if "message" in e else None,
+                tier=int(e["tier"]) if "tier" in e else None,
+                confidence=float(e.get("confidence", 0.8)),
+            )
+        )
     components = []
     for i, c in enumerate(data.get("component") or []):
         where = f"component[{i}] {c.get('id', '?')}"
         cls = c.get("class")
         if cls not in classes:
             raise CatalogError(f"{where}: unknown class {cls!r}")
-        components.append(Component(id=str(c.get("id")), cls=cls, verdict=c.get("verdict", classes[cls].verdict),
-                                    regex=_compile(c.get("regex"), where)))
+        components.append(
+            Component(
+                id=str(c.get("id")),
+                cls=cls,
+                verdict=c.get("verdict", classes[cls].verdict),
+                regex=_compile(c.get("regex"), where),
+            )
+        )
     imp = data.get("imports") or {}
     imports = ImportPolicy(
         bridge_modules=tuple(imp.get("bridge_modules") or ()),
         bridge_max_depth=int(imp.get("bridge_max_depth", 2)),
-        venv_path_re=_compile(imp["venv_paths"], "imports.venv_paths") if imp.get("venv_paths") else None)
-    return Catalog(classes=classes, rules=tuple(rules), frame_rules=tuple(frame_rules),
-                   markers=tuple(markers), frameworks=frameworks, exceptions=tuple(exceptions),
-                   imports=imports, components=tuple(components))
+        venv_path_re=_compile(imp["venv_paths"], "imports.venv_paths") if imp.get("venv_paths") else None,
+    )
+    return Catalog(
+        classes=classes,
+        rules=tuple(rules),
+        frame_rules=tuple(frame_rules),
+        markers=tuple(markers),
+        frameworks=frameworks,
+        exceptions=tuple(exceptions),
+        imports=imports,
+        components=tuple(components),
+    )
 
 
 def load_catalog(path: Path | None = None) -> Catalog:

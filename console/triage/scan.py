@@ -18,8 +18,17 @@ from console.triage.engine import TriageEngine
 from console.triage.fastscan import CHUNK, LINE_CAP, Finder, LineGate, line_text, make_finder, scan_file
 from console.triage.rules import Catalog, default_catalog
 
-__all__ = ["CHUNK", "LINE_CAP", "Finder", "detect_framework", "feed_every_line", "make_finder",
-           "prefilter_literals", "scan_paths", "triage_files"]
+__all__ = [
+    "CHUNK",
+    "LINE_CAP",
+    "Finder",
+    "detect_framework",
+    "feed_every_line",
+    "make_finder",
+    "prefilter_literals",
+    "scan_paths",
+    "triage_files",
+]
 
 
 def prefilter_literals(cat: Catalog | None = None) -> list[str]:
@@ -66,8 +75,12 @@ def feed_every_line(engine: TriageEngine, fh: IO[bytes], chunk_size: int = CHUNK
     return lineno
 
 
-def scan_paths(paths: Iterable[str | Path], framework: str | None = None,
-               catalog: Catalog | None = None, every_line: bool = False) -> TriageEngine:
+def scan_paths(
+    paths: Iterable[str | Path],
+    framework: str | None = None,
+    catalog: Catalog | None = None,
+    every_line: bool = False,
+) -> TriageEngine:
     """Feed one or more logs (in order) through a fresh engine and return it.
 
     Raises ``ConsoleError`` (exit 2) with one clear line for a missing or unreadable file.
@@ -92,8 +105,12 @@ def scan_paths(paths: Iterable[str | Path], framework: str | None = None,
     return engine
 
 
-def triage_files(paths: Iterable[str | Path], framework: str | None = None,
-                 exit_code: int | None = None, catalog: Catalog | None = None,
-                 every_line: bool = False) -> dict[str, Any]:
+def triage_files(
+    paths: Iterable[str | Path],
+    framework: str | None = None,
+    exit_code: int | None = None,
+    catalog: Catalog | None = None,
+    every_line: bool = False,
+) -> dict[str, Any]:
     """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md."""
     return scan_paths(paths, framework, catalog, every_line).result(exit_code)

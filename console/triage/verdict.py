@@ -31,8 +31,11 @@ from console.redact import redact_env, redact_text
 from console.triage.rules import CATALOG, default_catalog
 
 FRAMEWORK_LABELS = {"nemo-rl": "NeMo-RL", "verl": "verl", "demo": "demo"}
-RUN_LABELS = {"nemo-rl": "NeMo-RL Megatron policy run", "verl": "verl Megatron backend run",
-              "demo": "Demo GRPO run"}
+RUN_LABELS = {
+    "nemo-rl": "NeMo-RL Megatron policy run",
+    "verl": "verl Megatron backend run",
+    "demo": "Demo GRPO run",
+}
 FAILING = ("Fail", "Blocked")
 
 
@@ -42,11 +45,12 @@ def _check_row(evidence: str) -> str:
     if len(cells) >= 3 and cells[0] in ("FAIL", "PASS"):
         return f"{cells[0]}: {cells[1]} [value: {cells[2]}]"
     return evidence
+
+
 VENDORED_BRIDGE = "3rdparty/Megatron-Bridge-workspace/Megatron-Bridge"
 
 
 # ---------------------------------------------------------------------------------------- reading
-
 
 
 def _limitations_catalog() -> dict[str, Any]:
@@ -112,13 +116,20 @@ def nonfinite_metrics(metrics: dict[str, Any]) -> list[str]:
 
 # ---------------------------------------------------------------------------------------- steps
 
-def _triage_step(log: Path | None, framework: str, exit_code: int | None,
-                 cancelled: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
+
+def _triage_step(
+    log: Path | None, framework: str, exit_code: int | None, cancelled: bool = False
+) -> tuple[dict[str, Any], dict[str, str]]:
     from console.triage.scan import scan_paths
 
     if log is None:
-        return {"verdict": "Incomplete", "framework": framework, "primary": None, "findings": [],
-                "progress": {"step": None, "total": None}}, {}
+        return {
+            "verdict": "Incomplete",
+            "framework": framework,
+            "primary": None,
+            "findings": [],
+            "progress": {"step": None, "total": None},
+        }, {}
     engine = scan_paths([log], framework)
     if cancelled:  # the console's own cancel: Cancelled, unless a cause was already in the log
         engine.note_cancel("cancelled from the console (rl-console cancel)")
@@ -134,6 +145,7 @@ def _status_of(step_state: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------------------- verdict
+
 
 def run_verdict(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir).resolve()
@@ -163,15 +175,25 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
         log = _step_log(run_dir, i, step, st)
         code = _exit_code(run_dir, log, st)
         fw = framework if step.get("kind") in ("train", "metrics") else "unknown"
-        res, evidence = _triage_step(log, fw if fw in ("nemo-rl", "verl", "demo") else "unknown",
-                                     code if status not in ("pending", "running") else None,
-                                     cancelled=status == "cancelled")
+        res, evidence = _triage_step(
+            log,
+            fw if fw in ("nemo-rl", "verl", "demo") else "unknown",
+            code if status not in ("pending", "running") else None,
+            cancelled=status == "cancelled",
+        )
         if name in hangs and res.get("primary") is None and status in ("failed", "cancelled"):
             cat = default_catalog()
             info = cat.classes["hang"]
-            res["primary"] = {"class": "hang", "verdict": info.verdict, "line": 0,
-                              "evidence": f"no progress for {hangs[name]} s", "advice": info.advice,
-                              "remedy": dict(info.remedy), "title": info.title, "rule": "events:hang"}
+            res["primary"] = {
+                "class": "hang",
+                "verdict": info.verdict,
+                "line": 0,
+                "evidence": f"no progress for {hangs[name]} s",
+                "advice": info.advice,
+                "remedy": dict(info.remedy),
+                "title": info.title,
+                "rule": "events:hang",
+            }
             res["verdict"] = info.verdict
         ignored = step.get("on_failure") == "continue" or step.get("kind") == "setup"
         if status == "passed" and step.get("kind") not in ("train", "metrics"):
@@ -179,14 +201,28 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
         if status == "failed" and res.get("primary") is None and not ignored:
             cat = default_catalog()
             info = cat.classes["unknown_error"]
-            res["primary"] = {"class": "unknown_error", "verdict": "Fail", "line": 0,
-                              "evidence": f"step exited with code {code}", "advice": info.advice,
-                              "remedy": dict(info.remedy), "title": info.title, "rule": "step:failed"}
+            res["primary"] = {
+                "class": "unknown_error",
+                "verdict": "Fail",
+                "line": 0,
+                "evidence": f"step exited with code {code}",
+                "advice": info.advice,
+                "remedy": dict(info.remedy),
+                "title": info.title,
+                "rule": "step:failed",
+            }
             res["verdict"] = "Fail"
-        steps[name] = {"status": status, "exit_code": code, "verdict": res["verdict"],
-                       "primary": res.get("primary"), "progress": res.get("progress"), "evidence": evidence,
-                       "log": str(log.relative_to(run_dir)) if log else None, "reason": st.get("reason"),
-                       "findings": res.get("findings") or []}
+        steps[name] = {
+            "status": status,
+            "exit_code": code,
+            "verdict": res["verdict"],
+            "primary": res.get("primary"),
+            "progress": res.get("progress"),
+            "evidence": evidence,
+            "log": str(log.relative_to(run_dir)) if log else None,
+            "reason": st.get("reason"),
+            "findings": res.get("findings") or [],
+        }
         for f in res.get("findings") or []:
             all_findings.append({**f, "file": steps[name]["log"] or name})
         if step.get("kind") == "train" and res.get("progress", {}).get("step") is not None:
@@ -231,9 +267,17 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
 
 
 class _Context:
-    def __init__(self, run_dir: Path, spec: dict[str, Any], plan_steps: list[dict[str, Any]],
-                 steps: dict[str, dict[str, Any]], doctor: dict[str, Any], framework: str,
-                 metrics_path: Path | None, metrics: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        spec: dict[str, Any],
+        plan_steps: list[dict[str, Any]],
+        steps: dict[str, dict[str, Any]],
+        doctor: dict[str, Any],
+        framework: str,
+        metrics_path: Path | None,
+        metrics: dict[str, Any],
+    ) -> None:
         self.run_dir, self.spec, self.plan_steps, self.steps = run_dir, spec, plan_steps, steps
         self.doctor, self.framework = doctor, framework
         self.metrics_path, self.metrics = metrics_path, metrics
@@ -267,7 +311,9 @@ def command_line(step: dict[str, Any], run_dir: Path | None = None) -> str:
     return redact_text(line)
 
 
-def _group_status(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[str, dict[str, Any] | None, str]:
+def _group_status(
+    items: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> tuple[str, dict[str, Any] | None, str]:
     """(status, primary, reason) of a group of steps: Fail/Blocked first, then Skipped, then Pass."""
     for _, r in items:
         if r.get("verdict") in FAILING and r.get("status") in ("failed", "passed", "cancelled"):
@@ -279,8 +325,15 @@ def _group_status(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[s
     for s, r in items:
         st = r.get("status", "pending")
         if st in ("skipped", "cancelled", "pending", "running"):
-            why = r.get("reason") or {"pending": "not run", "running": "still running",
-                                      "cancelled": "cancelled", "skipped": "skipped"}[st]
+            why = (
+                r.get("reason")
+                or {
+                    "pending": "not run",
+                    "running": "still running",
+                    "cancelled": "cancelled",
+                    "skipped": "skipped",
+                }[st]
+            )
             return "Skipped", None, f"{s.get('name')}: {why}"
     return "Pass", None, ""
 
@@ -288,7 +341,11 @@ def _group_status(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[s
 def _bridge_checks(ctx: _Context) -> dict[str, Any]:
     name = "Bridge-side checks"
     if ctx.framework == "demo":
-        return {"name": name, "status": "Not requested", "detail": "demo framework: no Megatron-Bridge checkout"}
+        return {
+            "name": name,
+            "status": "Not requested",
+            "detail": "demo framework: no Megatron-Bridge checkout",
+        }
     items = ctx.of("bridge_checks")
     if not items:
         return {"name": name, "status": "Skipped", "detail": "not in the plan"}
@@ -314,8 +371,11 @@ def _bridge_path_ok(path: str, bridge_repo: str | None) -> bool | None:
 def _bridge_import(ctx: _Context) -> dict[str, Any]:
     name = f"Local Bridge import in {ctx.label}"
     if ctx.framework == "demo":
-        return {"name": "Local Bridge import", "status": "Not requested",
-                "detail": "demo framework: megatron.bridge is not used"}
+        return {
+            "name": "Local Bridge import",
+            "status": "Not requested",
+            "detail": "demo framework: megatron.bridge is not used",
+        }
     bridge_repo = ctx.spec.get("bridge_repo")
     paths: list[str] = []
     problems: list[str] = []
@@ -344,8 +404,7 @@ def _bridge_import(ctx: _Context) -> dict[str, Any]:
         if p and _bridge_path_ok(p, bridge_repo) is False:
             problems.append(f"{s.get('name')} log imports megatron.bridge from {p}")
     if problems:
-        return {"name": name, "status": "Fail", "detail": "; ".join(problems),
-                "blocked": True}
+        return {"name": name, "status": "Fail", "detail": "; ".join(problems), "blocked": True}
     if paths:
         return {"name": name, "status": "Pass", "detail": "; ".join(dict.fromkeys(paths))}
     if items:
@@ -374,20 +433,29 @@ def _train_criteria(ctx: _Context, step: dict[str, Any], r: dict[str, Any]) -> l
     return missing
 
 
-
 def _titles(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
     return ", ".join(s.get("title") or s.get("name") for s, _ in items)
 
 
-def _unmet(ctx: _Context, name: str, items: list[tuple[dict[str, Any], dict[str, Any]]],
-           prefix: str, *, name_steps: bool) -> dict[str, Any] | None:
+def _unmet(
+    ctx: _Context,
+    name: str,
+    items: list[tuple[dict[str, Any], dict[str, Any]]],
+    prefix: str,
+    *,
+    name_steps: bool,
+) -> dict[str, Any] | None:
     """The deliverable's Fail/Blocked/Skipped entry when its steps failed, were skipped or missed
     a training criterion; None when every step met its criteria."""
     status, primary, reason = _group_status(items)
     if status in FAILING:
         p = primary or {}
-        return {"name": name, "status": status, "primary": primary,
-                "detail": f"{_titles(items)}: {p.get('class', 'failed')} - {p.get('evidence', '')}"}
+        return {
+            "name": name,
+            "status": status,
+            "primary": primary,
+            "detail": f"{_titles(items)}: {p.get('class', 'failed')} - {p.get('evidence', '')}",
+        }
     if status == "Skipped":
         return {"name": name, "status": "Skipped", "detail": reason}
     missing = []
@@ -397,6 +465,7 @@ def _unmet(ctx: _Context, name: str, items: list[tuple[dict[str, Any], dict[str,
     if missing:
         return {"name": name, "status": "Fail", "detail": prefix + "; ".join(missing)}
     return None
+
 
 def _framework_run(ctx: _Context) -> dict[str, Any]:
     name = RUN_LABELS.get(ctx.framework, "Framework run")
@@ -423,8 +492,12 @@ def _variants(ctx: _Context) -> dict[str, Any]:
     if not items:  # modifying variants change the framework run itself
         run = _framework_run(ctx)
         status = run["status"] if run["status"] != "Skipped" else "Skipped"
-        return {"name": name, "status": status, "detail": f"{label} (applied to the framework run): {run['detail']}",
-                "primary": run.get("primary")}
+        return {
+            "name": name,
+            "status": status,
+            "detail": f"{label} (applied to the framework run): {run['detail']}",
+            "primary": run.get("primary"),
+        }
     titles = _titles(items)
     desc = ", ".join(x for x in (label, f"Level {'/'.join(map(str, levels))}" if levels else "") if x)
     unmet = _unmet(ctx, name, items, "", name_steps=True)
@@ -472,7 +545,9 @@ def _capture(ctx: _Context) -> dict[str, Any]:
     return {"name": name, "status": "Pass" if ok else "Fail", "detail": "; ".join(parts)}
 
 
-def _overall(state: dict[str, Any], deliverables: list[dict[str, Any]], primary: dict[str, Any] | None) -> str:
+def _overall(
+    state: dict[str, Any], deliverables: list[dict[str, Any]], primary: dict[str, Any] | None
+) -> str:
     if state.get("status") == "cancelled" or state.get("verdict") == "Cancelled":
         return "Cancelled"
     if primary is not None and primary.get("verdict") == "Blocked":
@@ -530,15 +605,18 @@ def _limitations(ctx: _Context, findings: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _follow_ups(verdict: str, deliverables: list[dict[str, Any]], primary: dict[str, Any] | None,
-                primary_step: str | None) -> list[str]:
+def _follow_ups(
+    verdict: str, deliverables: list[dict[str, Any]], primary: dict[str, Any] | None, primary_step: str | None
+) -> list[str]:
     out: list[str] = []
     if primary is not None:
         where = f" in {primary_step}" if primary_step else ""
         kind = "environment fix" if primary.get("verdict") == "Blocked" else "fix"
         out.append(f"{kind} ({primary.get('class')}{where}): {primary.get('advice', '')}")
         r = primary.get("remedy") or {}
-        bits = [f"unset {u}" for u in r.get("unset") or []] + [f"{k}={v}" for k, v in (r.get("env") or {}).items()]
+        bits = [f"unset {u}" for u in r.get("unset") or []] + [
+            f"{k}={v}" for k, v in (r.get("env") or {}).items()
+        ]
         bits += list(r.get("overrides") or [])
         if bits:
             out.append("rerun with: " + " ".join(bits))

@@ -30,8 +30,14 @@ class ConsoleApp(App[int]):
         Binding("t", "cycle_theme", "Theme"),
     ]
 
-    def __init__(self, runs_dir: Path, *, open_run: Path | None = None, open_log: Path | None = None,
-                 theme: str | None = None) -> None:
+    def __init__(
+        self,
+        runs_dir: Path,
+        *,
+        open_run: Path | None = None,
+        open_log: Path | None = None,
+        theme: str | None = None,
+    ) -> None:
         super().__init__()
         self.runs_dir = runs_dir
         self._open_run = open_run
@@ -89,8 +95,11 @@ class ConsoleApp(App[int]):
         for change in message.changes:
             used = announce(change, enabled, self._write_terminal)
             self.announced.append((change.message(), used))
-            self.notify(change.message().removeprefix("rl-console: "), timeout=6,
-                        severity="error" if change.new in ("failed", "blocked") else "information")
+            self.notify(
+                change.message().removeprefix("rl-console: "),
+                timeout=6,
+                severity="error" if change.new in ("failed", "blocked") else "information",
+            )
 
     def _write_terminal(self, data: str) -> None:
         driver = getattr(self, "_driver", None)
@@ -140,18 +149,25 @@ class ConsoleApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("New run", "Choose levels, preview commands, preflight, launch",
-                            self.open_new_run)
-        yield SystemCommand("Open log for triage", "Browse a log file's findings next to its lines",
-                            self.action_open_log_prompt)
-        yield SystemCommand("Cycle theme", "dark -> light -> high-contrast (remembered)",
-                            self.action_cycle_theme)
+        yield SystemCommand(
+            "New run", "Choose levels, preview commands, preflight, launch", self.open_new_run
+        )
+        yield SystemCommand(
+            "Open log for triage",
+            "Browse a log file's findings next to its lines",
+            self.action_open_log_prompt,
+        )
+        yield SystemCommand(
+            "Cycle theme", "dark -> light -> high-contrast (remembered)", self.action_cycle_theme
+        )
         yield SystemCommand("Help", "Key bindings of every screen", self.action_help)
         enabled = settings(load_config())
         for channel in CHANNELS:
             state = "on" if enabled[channel] else "off"
-            yield SystemCommand(f"Notify by {channel}: {state}",
-                                f"Toggle the {channel} notification when a run changes state",
-                                lambda c=channel: self.toggle_notify(c))
+            yield SystemCommand(
+                f"Notify by {channel}: {state}",
+                f"Toggle the {channel} notification when a run changes state",
+                lambda c=channel: self.toggle_notify(c),
+            )
         for name, help_text, action in getattr(screen, "PALETTE", []):
             yield SystemCommand(name, help_text, getattr(screen, action))

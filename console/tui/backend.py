@@ -89,8 +89,9 @@ def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, An
     import sys
 
     argv = [sys.executable, "-m", "console", "triage", "--json", *(str(p) for p in paths)]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     if started is not None:
         started(proc)
     out, err = proc.communicate()

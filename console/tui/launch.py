@@ -9,8 +9,9 @@ from console.errors import SpecError
 from console.tui.rundata import resolve_run, runs_dir_from
 
 
-def _run_app(runs_dir: Path, *, run_dir: Path | None = None, log: Path | None = None,
-             theme: str | None = None) -> int:
+def _run_app(
+    runs_dir: Path, *, run_dir: Path | None = None, log: Path | None = None, theme: str | None = None
+) -> int:
     from console.tui.app import ConsoleApp
 
     app = ConsoleApp(runs_dir, open_run=run_dir, open_log=log, theme=theme)

@@ -54,8 +54,9 @@ def _newlines(chunk: bytes) -> list[int]:
 class LineIndex:
     """Thread-safe: one worker calls :meth:`scan` / :meth:`follow_poll`, the UI reads lines."""
 
-    def __init__(self, path: str | os.PathLike[str], *, max_line: int = MAX_LINE,
-                 cache_lines: int = CACHE_LINES) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, max_line: int = MAX_LINE, cache_lines: int = CACHE_LINES
+    ) -> None:
         self.path = Path(path)
         self.max_line = max_line
         self.cache_lines = cache_lines
@@ -209,8 +210,13 @@ class LineIndex:
     def _finish_scan(self) -> None:
         self._scan_done = True
         self._scanned = self._last_start
-        self._tailer = Tailer(self.path, offset=self._last_start, lineno=self._lines,
-                              max_line_bytes=max(64, self.max_line), emit_partial=False)
+        self._tailer = Tailer(
+            self.path,
+            offset=self._last_start,
+            lineno=self._lines,
+            max_line_bytes=max(64, self.max_line),
+            emit_partial=False,
+        )
 
     def follow_poll(self, max_bytes: int = 4 << 20) -> bool:
         """After the first scan: index what was appended; True when lines were added or reset."""

@@ -44,8 +44,13 @@ class LogFollower:
         start = size - self.initial_tail if size > self.initial_tail else 0
         self.skipped_bytes = start
         self._drop_first = start > 0
-        return Tailer(self.path, offset=start, max_line_bytes=max(64, self.max_line), read_bytes=max_bytes,
-                      emit_partial=False)
+        return Tailer(
+            self.path,
+            offset=start,
+            max_line_bytes=max(64, self.max_line),
+            read_bytes=max_bytes,
+            emit_partial=False,
+        )
 
     def poll(self, max_bytes: int = MAX_BYTES) -> list[str]:
         if self._tailer is None:

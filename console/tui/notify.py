@@ -67,8 +67,13 @@ def tmux_display(message: str) -> bool:
     if not os.environ.get("TMUX") or shutil.which("tmux") is None:
         return False
     try:
-        subprocess.run(["tmux", "display-message", "-d", "8000", message], stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=3, check=False)
+        subprocess.run(
+            ["tmux", "display-message", "-d", "8000", message],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=3,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return True

@@ -24,8 +24,6 @@ MAX_FINDINGS = 500
 _TAIL_BYTES = 64 * 1024
 
 
-
-
 def _last_progress(events_path: Path) -> dict[str, Any] | None:
     """The last ``progress`` event, read from the file's tail only (bounded work per run)."""
     try:
@@ -88,12 +86,17 @@ def load_row(run_dir: Path) -> RunRow | None:
     steps = state.get("steps") or []
     idx = int(state.get("current_step") or 0)
     row = RunRow(
-        id=str(state.get("id") or run_dir.name), path=run_dir,
-        status=str(state.get("status") or "?"), verdict=state.get("verdict"),
-        framework=str(spec.get("framework") or "?"), levels=list(spec.get("levels") or []),
-        step_index=idx, step_count=len(steps),
+        id=str(state.get("id") or run_dir.name),
+        path=run_dir,
+        status=str(state.get("status") or "?"),
+        verdict=state.get("verdict"),
+        framework=str(spec.get("framework") or "?"),
+        levels=list(spec.get("levels") or []),
+        step_index=idx,
+        step_count=len(steps),
         step_name=str(steps[idx].get("name", "")) if 0 <= idx < len(steps) else "",
-        created=float(state.get("created") or 0.0), linked_from=state.get("linked_from"),
+        created=float(state.get("created") or 0.0),
+        linked_from=state.get("linked_from"),
     )
     last = _last_progress(run_dir / "events.jsonl")
     if last:
@@ -125,7 +128,9 @@ def resolve_run(runs_dir: Path, ref: str) -> Path:
     if (runs_dir / ref / "state.json").is_file():
         return (runs_dir / ref).resolve()
     try:
-        matches = sorted(p for p in runs_dir.iterdir() if p.name.startswith(ref) and (p / "state.json").is_file())
+        matches = sorted(
+            p for p in runs_dir.iterdir() if p.name.startswith(ref) and (p / "state.json").is_file()
+        )
     except OSError:
         matches = []
     if len(matches) == 1:

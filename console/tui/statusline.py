@@ -12,8 +12,13 @@ import argparse
 
 from console.tui.rundata import list_runs, runs_dir_from
 
-MARKS = {"Pass": ("ok", "green"), "Fail": ("FAIL", "red"), "Blocked": ("BLOCKED", "yellow"),
-         "Cancelled": ("cancelled", "colour244"), "Incomplete": ("incomplete", "yellow")}
+MARKS = {
+    "Pass": ("ok", "green"),
+    "Fail": ("FAIL", "red"),
+    "Blocked": ("BLOCKED", "yellow"),
+    "Cancelled": ("cancelled", "colour244"),
+    "Incomplete": ("incomplete", "yellow"),
+}
 
 
 def short_id(run_id: str) -> str:

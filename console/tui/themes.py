@@ -10,8 +10,20 @@ from pathlib import Path
 from textual.theme import Theme
 
 THEME_FIELDS = (
-    "primary", "secondary", "warning", "error", "success", "accent", "foreground",
-    "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha",
+    "primary",
+    "secondary",
+    "warning",
+    "error",
+    "success",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+    "dark",
+    "luminosity_spread",
+    "text_alpha",
 )
 DEFAULT_THEME = "dark"
 FALLBACK_THEMES = {"dark": "textual-dark", "light": "textual-light", "high-contrast": "textual-ansi"}
@@ -41,8 +53,9 @@ def load_themes(folder: Path | None = None) -> LoadedThemes:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
             kwargs = {k: data[k] for k in THEME_FIELDS if k in data}
-            theme = Theme(name=str(data.get("name") or path.stem), variables=dict(data.get("variables", {})),
-                          **kwargs)
+            theme = Theme(
+                name=str(data.get("name") or path.stem), variables=dict(data.get("variables", {})), **kwargs
+            )
         except (OSError, tomllib.TOMLDecodeError, TypeError, KeyError) as exc:
             problems.append(f"{path.name}: {exc}")
             continue

@@ -65,12 +65,21 @@ def write_submission(run_dir: Path, sub: Submission) -> Path:
     script = d / sub.script_name
     script.write_text(sub.script_text, encoding="utf-8")
     script.chmod(0o755)
-    (d / "submit.sh").write_text("#!/bin/bash\n# How rl-console submitted this run (secrets masked).\n"
-                                 + sub.command_text() + "\n", encoding="utf-8")
-    write_json_atomic(d / "submission.json", {"mode": sub.mode, "script": f"{SLURM_DIR}/{sub.script_name}",
-                                              "sbatch_args": sub.sbatch_args, "cwd": sub.cwd,
-                                              "env": {k: v for k, v in sub.env.items()},
-                                              "warnings": sub.warnings})
+    (d / "submit.sh").write_text(
+        "#!/bin/bash\n# How rl-console submitted this run (secrets masked).\n" + sub.command_text() + "\n",
+        encoding="utf-8",
+    )
+    write_json_atomic(
+        d / "submission.json",
+        {
+            "mode": sub.mode,
+            "script": f"{SLURM_DIR}/{sub.script_name}",
+            "sbatch_args": sub.sbatch_args,
+            "cwd": sub.cwd,
+            "env": {k: v for k, v in sub.env.items()},
+            "warnings": sub.warnings,
+        },
+    )
     return script
 
 
@@ -99,10 +108,19 @@ def poll(job_id: str) -> JobStatus:
     if rec is None:
         rec = scheduler.sacct(job_id)
     if rec is None:
-        return JobStatus(state="UNKNOWN", reason="the job is no longer known to squeue/scontrol and "
-                         "accounting (sacct) is not available", source="none")
-    return JobStatus(state=rec.state, reason=rec.reason, exit_code=rec.exit_code, nodes=rec.nodes or [],
-                     signal=rec.signal, source=rec.source)
+        return JobStatus(
+            state="UNKNOWN",
+            reason="the job is no longer known to squeue/scontrol and accounting (sacct) is not available",
+            source="none",
+        )
+    return JobStatus(
+        state=rec.state,
+        reason=rec.reason,
+        exit_code=rec.exit_code,
+        nodes=rec.nodes or [],
+        signal=rec.signal,
+        source=rec.source,
+    )
 
 
 def cancel(job_id: str) -> None:
@@ -156,8 +174,9 @@ class Follower:
     PREEMPTED, TIMEOUT, a PENDING reason that never clears), per ``catalog/slurm.toml``.
     """
 
-    def __init__(self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time,
-                 tick_s: float = TICK_S) -> None:
+    def __init__(
+        self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time, tick_s: float = TICK_S
+    ) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.poll_s = poll_s
         self.tick_s = min(tick_s, poll_s)
@@ -166,11 +185,17 @@ class Follower:
         self.plan = plan_dict(pd)
         self.steps: list[dict[str, Any]] = self.plan.get("steps") or []
         spec_path = self.run_dir / "spec.json"
-        self.spec = RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8"))) \
-            if spec_path.exists() else RunSpec(launcher="slurm")
+        self.spec = (
+            RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8")))
+            if spec_path.exists()
+            else RunSpec(launcher="slurm")
+        )
         sub_path = self.run_dir / SLURM_DIR / "submission.json"
-        self.mode = json.loads(sub_path.read_text(encoding="utf-8")).get("mode", "srun") \
-            if sub_path.exists() else "srun"
+        self.mode = (
+            json.loads(sub_path.read_text(encoding="utf-8")).get("mode", "srun")
+            if sub_path.exists()
+            else "srun"
+        )
         self.bus = EventBus(self.run_dir / "events.jsonl")
         self.last_state: str | None = None
         self.last_reason: str | None = None
@@ -180,9 +205,13 @@ class Follower:
         self.scheduler_message: str | None = None
         self.gpu = NodeSampler.from_spec(self.spec)
         self.sampler = SamplerThread(self.gpu) if self.gpu is not None else None
-        self.pipeline = Pipeline(self.run_dir, self.spec.framework or "unknown", self.bus,
-                                 {**self.plan, "spec": self.plan.get("spec") or self.spec.to_dict()},
-                                 local_resources=False)
+        self.pipeline = Pipeline(
+            self.run_dir,
+            self.spec.framework or "unknown",
+            self.bus,
+            {**self.plan, "spec": self.plan.get("spec") or self.spec.to_dict()},
+            local_resources=False,
+        )
         self.step_reasons: dict[int, str] = {}
         cursor = read_json(self.run_dir / SLURM_DIR / CURSOR, {}) or {}
         self.feed_index = int(cursor.get("index") or 0)
@@ -230,8 +259,9 @@ class Follower:
                 result = self.pipeline.end_step(code)
             primary = (result or {}).get("primary") or {}
             if code not in (0, None) and primary.get("class"):
-                self.step_reasons[self.feed_index] = \
+                self.step_reasons[self.feed_index] = (
                     f"{primary.get('class')}: {str(primary.get('evidence', ''))[:200]}"
+                )
             self.feed_index += 1
 
     def _save_cursor(self) -> None:
@@ -258,14 +288,17 @@ class Follower:
         self.out_offset += end + 1
         for raw in chunk[: end + 1].decode("utf-8", "replace").splitlines():
             if "[NRL_PHASE]" in raw:
-                self.bus.publish(Event("phase", None, {"name": raw.split("]", 3)[-1].strip(),
-                                                      "source": "ray.sub"}))
+                self.bus.publish(
+                    Event("phase", None, {"name": raw.split("]", 3)[-1].strip(), "source": "ray.sub"})
+                )
             elif "slurmstepd" in raw and "***" in raw:
                 self.scheduler_message = raw.split("***")[1].strip() if raw.count("***") >= 2 else raw.strip()
 
     def _update_steps(self) -> None:
         scanned = scan_steps(self.run_dir, self.steps)
-        changed = [i for i, (new, old) in enumerate(zip(scanned, self.scanned, strict=True)) if new[0] != old[0]]
+        changed = [
+            i for i, (new, old) in enumerate(zip(scanned, self.scanned, strict=True)) if new[0] != old[0]
+        ]
         self.scanned = scanned
         if not changed:
             return
@@ -283,12 +316,18 @@ class Follower:
                     st["reason"] = self.step_reasons[i]
                 if status == "running":
                     s["current_step"] = i
+
         update_state(self.run_dir, change)
         for i in changed:
             status, code, _ = scanned[i]
             reason = self.step_reasons.get(i) if status == "failed" else None
-            self.bus.publish(Event("step_state", self.steps[i]["name"], {"status": status, "exit_code": code,
-                                                                          "reason": reason}))
+            self.bus.publish(
+                Event(
+                    "step_state",
+                    self.steps[i]["name"],
+                    {"status": status, "exit_code": code, "reason": reason},
+                )
+            )
 
     def _set_job(self, status: JobStatus) -> None:
         if status.state == self.last_state and status.reason == self.last_reason:
@@ -298,16 +337,31 @@ class Follower:
         job_logs_rel = job_logs(self.run_dir, self.job_id, self.mode)
 
         def change(s: dict[str, Any]) -> None:
-            s.update(slurm_state=status.state, slurm_reason=status.reason, slurm_nodes=status.nodes,
-                     slurm_logs=job_logs_rel)
+            s.update(
+                slurm_state=status.state,
+                slurm_reason=status.reason,
+                slurm_nodes=status.nodes,
+                slurm_logs=job_logs_rel,
+            )
             if phase == "active" and s.get("status") == "pending":
                 s["status"] = "running"
                 s["started"] = s.get("started") or self.now()
+
         update_state(self.run_dir, change)
         text = f"slurm {status.state}" + (f" ({status.reason})" if status.reason else "")
-        self.bus.publish(Event("phase", None, {"name": text, "slurm_state": status.state,
-                                               "reason": status.reason, "nodes": status.nodes,
-                                               "source": "slurm"}))
+        self.bus.publish(
+            Event(
+                "phase",
+                None,
+                {
+                    "name": text,
+                    "slurm_state": status.state,
+                    "reason": status.reason,
+                    "nodes": status.nodes,
+                    "source": "slurm",
+                },
+            )
+        )
 
     # ---- the end -------------------------------------------------------------------------
     def job_decision(self, status: JobStatus) -> tuple[str | None, str | None, str | None]:
@@ -328,8 +382,9 @@ class Follower:
         if m.verdict == "Fail" and all(s[0] == "pending" for s in self.scanned):
             early = states.failed_before_any_step()
             return str(early.verdict), early.advice, early.klass
-        if m.verdict == "Cancelled" or (read_state(self.run_dir).get("cancel_requested")
-                                        and status.state == "FAILED"):
+        if m.verdict == "Cancelled" or (
+            read_state(self.run_dir).get("cancel_requested") and status.state == "FAILED"
+        ):
             if read_state(self.run_dir).get("cancel_requested"):
                 return "Cancelled", "cancelled from rl-console", None
             return "Cancelled", "; ".join(x for x in (f"job {status.state}", reason) if x), None
@@ -350,29 +405,51 @@ class Follower:
                 started = [i for i, st in enumerate(s["steps"]) if st.get("status") in ("passed", "failed")]
                 if started and not any(st.get("status") == "running" for st in s["steps"]):
                     s["steps"][started[-1]]["status"] = "running"
-            last_started = max((i for i, st in enumerate(s["steps"]) if st.get("status") != "pending"),
-                               default=-1)
+            last_started = max(
+                (i for i, st in enumerate(s["steps"]) if st.get("status") != "pending"), default=-1
+            )
             for i, st in enumerate(s["steps"]):
                 if st.get("status") == "running":
                     st["status"] = "cancelled" if verdict in ("Cancelled", "Blocked") else "failed"
                     st["reason"] = reason or f"job {status.state}"
                     st["ended"] = ended
-                    events.append(Event("step_state", self.steps[i]["name"],
-                                        {"status": st["status"], "exit_code": st.get("exit_code"),
-                                         "reason": st["reason"]}))
-                elif verdict == "Cancelled" and st.get("status") == "failed" and (
-                        st.get("exit_code") in (130, 137, 143) or i == last_started):
+                    events.append(
+                        Event(
+                            "step_state",
+                            self.steps[i]["name"],
+                            {
+                                "status": st["status"],
+                                "exit_code": st.get("exit_code"),
+                                "reason": st["reason"],
+                            },
+                        )
+                    )
+                elif (
+                    verdict == "Cancelled"
+                    and st.get("status") == "failed"
+                    and (st.get("exit_code") in (130, 137, 143) or i == last_started)
+                ):
                     # killed by the cancel, or its srun was refused mid-launch by the cancel
                     st["status"] = "cancelled"
                     st["reason"] = reason or "cancelled"
-                    events.append(Event("step_state", self.steps[i]["name"],
-                                        {"status": "cancelled", "exit_code": st.get("exit_code"),
-                                         "reason": st["reason"]}))
+                    events.append(
+                        Event(
+                            "step_state",
+                            self.steps[i]["name"],
+                            {"status": "cancelled", "exit_code": st.get("exit_code"), "reason": st["reason"]},
+                        )
+                    )
                 elif st.get("status") == "pending":
                     st["status"] = "cancelled" if verdict == "Cancelled" else "skipped"
                     st["reason"] = f"not run: job {status.state}"
-                    events.append(Event("step_state", self.steps[i]["name"],
-                                        {"status": st["status"], "exit_code": None, "reason": st["reason"]}))
+                    events.append(
+                        Event(
+                            "step_state",
+                            self.steps[i]["name"],
+                            {"status": st["status"], "exit_code": None, "reason": st["reason"]},
+                        )
+                    )
+
         update_state(self.run_dir, change)
         return events
 
@@ -380,11 +457,14 @@ class Follower:
         """A failed step whose log shows srun could not launch it: the node_failure primary."""
         lf = states.launch_failure()
         for i, st in enumerate(state.get("steps") or []):
-            if (st.get("status") not in ("failed", "cancelled") or i >= len(self.steps)
-                    or self.steps[i].get("on_failure") == "continue"):
+            if (
+                st.get("status") not in ("failed", "cancelled")
+                or i >= len(self.steps)
+                or self.steps[i].get("on_failure") == "continue"
+            ):
                 continue
             log, _ = self._step_files(i)
-            for path in (log.with_name(log.name[:-len(".log")] + SRUN_LOG_SUFFIX), log):
+            for path in (log.with_name(log.name[: -len(".log")] + SRUN_LOG_SUFFIX), log):
                 try:
                     with open(path, encoding="utf-8", errors="replace") as fh:
                         hit = lf.first_match(fh)
@@ -395,10 +475,18 @@ class Follower:
                 code = st.get("exit_code")
                 info = states.scheduler_class(lf.class_id) or {}
                 evidence = hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else "")
-                return {"class": lf.class_id, "verdict": "Blocked", "line": hit[0], "evidence": evidence,
-                        "advice": info.get("advice"), "title": info.get("title"),
-                        "remedy": {"env": {}, "overrides": [], "unset": []}, "rule": "slurm:launch_failure",
-                        "step": self.steps[i]["name"], "file": str(path.relative_to(self.run_dir))}
+                return {
+                    "class": lf.class_id,
+                    "verdict": "Blocked",
+                    "line": hit[0],
+                    "evidence": evidence,
+                    "advice": info.get("advice"),
+                    "title": info.get("title"),
+                    "remedy": {"env": {}, "overrides": [], "unset": []},
+                    "rule": "slurm:launch_failure",
+                    "step": self.steps[i]["name"],
+                    "file": str(path.relative_to(self.run_dir)),
+                }
         return None
 
     def _scheduler_primary(self, class_id: str | None, text: str | None, verdict: str) -> dict[str, Any]:
@@ -411,12 +499,20 @@ class Follower:
 
                 c = default_catalog().classes[class_id]
                 info = {"title": c.title, "advice": c.advice}
-        return {"class": class_id or "unknown_error", "verdict": verdict, "line": 0, "evidence": text or "",
-                "advice": info.get("advice"), "title": info.get("title"),
-                "remedy": {"env": {}, "overrides": [], "unset": []}, "rule": "slurm:job_state"}
+        return {
+            "class": class_id or "unknown_error",
+            "verdict": verdict,
+            "line": 0,
+            "evidence": text or "",
+            "advice": info.get("advice"),
+            "title": info.get("title"),
+            "remedy": {"env": {}, "overrides": [], "unset": []},
+            "rule": "slurm:job_state",
+        }
 
-    def _finish(self, verdict: str | None, reason: str | None, status: JobStatus,
-                class_id: str | None = None) -> dict[str, Any]:
+    def _finish(
+        self, verdict: str | None, reason: str | None, status: JobStatus, class_id: str | None = None
+    ) -> dict[str, Any]:
         """The run's end: settle the steps, decide the verdict as a local run would, let the job
         state add what only it knows, write triage.json and the final state."""
         job_decided = verdict is not None
@@ -427,8 +523,17 @@ class Follower:
         triage: dict[str, Any] | None = None
         if verdict != "Cancelled":
             final, triage = run_outcome(self.run_dir, self.steps, self.pipeline.step_results)
-            triage = dict(triage) if triage else {"verdict": final, "framework": self.spec.framework,
-                                                  "primary": None, "findings": [], "progress": {}}
+            triage = (
+                dict(triage)
+                if triage
+                else {
+                    "verdict": final,
+                    "framework": self.spec.framework,
+                    "primary": None,
+                    "findings": [],
+                    "progress": {},
+                }
+            )
             launch = self._launch_failure(read_state(self.run_dir)) if final != "Pass" or verdict else None
             weak = (None, "unknown_error", "hang")  # what a killed step's log says when it says nothing
             if launch is not None and (triage.get("primary") or {}).get("class") in weak:
@@ -442,8 +547,13 @@ class Follower:
                 if (triage.get("primary") or {}).get("class") in (None, "unknown_error"):
                     triage["primary"] = self._scheduler_primary(class_id, reason, "Fail")
             triage["verdict"] = final
-            triage["slurm"] = {"job_id": self.job_id, "state": status.state, "reason": reason or status.reason,
-                               "exit_code": status.exit_code, "nodes": status.nodes}
+            triage["slurm"] = {
+                "job_id": self.job_id,
+                "state": status.state,
+                "reason": reason or status.reason,
+                "exit_code": status.exit_code,
+                "nodes": status.nodes,
+            }
             if final == "Blocked" and triage.get("primary"):
                 reason = reason or f"{triage['primary'].get('class')}: {triage['primary'].get('evidence')}"
             verdict = final
@@ -455,11 +565,23 @@ class Follower:
             print(f"rl-console follow: cannot record the verdict: {exc}", file=sys.stderr, flush=True)
 
         def change(s: dict[str, Any]) -> None:
-            s.update(status=final_status, verdict=verdict, ended=self.now(), slurm_state=status.state,
-                     slurm_reason=reason or status.reason, slurm_exit_code=status.exit_code)
+            s.update(
+                status=final_status,
+                verdict=verdict,
+                ended=self.now(),
+                slurm_state=status.state,
+                slurm_reason=reason or status.reason,
+                slurm_exit_code=status.exit_code,
+            )
+
         state = update_state(self.run_dir, change)
-        self.bus.publish(Event("run_state", None, {"status": final_status, "verdict": verdict,
-                                                   "slurm_state": status.state, "reason": reason}))
+        self.bus.publish(
+            Event(
+                "run_state",
+                None,
+                {"status": final_status, "verdict": verdict, "slurm_state": status.state, "reason": reason},
+            )
+        )
         return state
 
     def sample_nodes(self, job_id: str, status: JobStatus) -> None:
@@ -493,7 +615,9 @@ class Follower:
             if self.now() - self.never_since >= states.pending_grace_s():
                 with contextlib.suppress(scheduler.SlurmError):
                     cancel(job_id)
-                return self._finish("Blocked", states.pending_advice(str(status.reason)), status, "scheduler_stop")
+                return self._finish(
+                    "Blocked", states.pending_advice(str(status.reason)), status, "scheduler_stop"
+                )
         else:
             self.never_since = None
         if status.phase == "done" or status.state == "UNKNOWN":
@@ -505,8 +629,9 @@ class Follower:
             return self._finish(verdict, reason, status, class_id)
         return None
 
-    def run(self, max_s: float | None = None, give_up_s: float = GIVE_UP_S,
-            lock: LockFile | None = None) -> dict[str, Any]:
+    def run(
+        self, max_s: float | None = None, give_up_s: float = GIVE_UP_S, lock: LockFile | None = None
+    ) -> dict[str, Any]:
         deadline = None if max_s is None else time.monotonic() + max_s
         failing_since: float | None = None
         try:
@@ -525,8 +650,12 @@ class Follower:
                     print(f"rl-console follow: {exc}", file=sys.stderr, flush=True)
                     failing_since = failing_since or time.monotonic()
                     if time.monotonic() - failing_since > give_up_s:
-                        print(f"rl-console follow: Slurm unreachable for {give_up_s:.0f}s; giving up "
-                              "(rl-console attach restarts the follower)", file=sys.stderr, flush=True)
+                        print(
+                            f"rl-console follow: Slurm unreachable for {give_up_s:.0f}s; giving up "
+                            "(rl-console attach restarts the follower)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                         return read_state(self.run_dir)
                     final = None
                 if final is not None:
@@ -593,10 +722,15 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
             return None  # started a moment ago, not holding its lock yet
     (run_dir / SLURM_DIR).mkdir(exist_ok=True)
     with open(run_dir / SLURM_DIR / FOLLOW_LOG, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "console.runs.slurm.follow", str(run_dir)],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True,
-                                env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "console.runs.slurm.follow", str(run_dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
+        )
     update_state(run_dir, lambda s: s.update(follower_pid=proc.pid))
     return proc.pid
 

@@ -27,12 +27,20 @@ from console.events import Event
 from console.runs.slurm import scheduler
 from console.spec import RunSpec
 
-NVIDIA_SMI_QUERY = ["nvidia-smi", "--query-gpu=index,name,uuid,memory.used,memory.total,utilization.gpu",
-                    "--format=csv,noheader,nounits"]
+NVIDIA_SMI_QUERY = [
+    "nvidia-smi",
+    "--query-gpu=index,name,uuid,memory.used,memory.total,utilization.gpu",
+    "--format=csv,noheader,nounits",
+]
 RAY_METRICS_PORT = 1309
 # srun's words when the job is already over: not a sampling failure
-JOB_OVER = ("has expired", "already completing or completed", "Invalid job id", "is not running",
-            "Job/step already")
+JOB_OVER = (
+    "has expired",
+    "already completing or completed",
+    "Invalid job id",
+    "is not running",
+    "Job/step already",
+)
 _PROM_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+(\S+)")
 _LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -53,10 +61,17 @@ def parse_nvidia_smi_csv(text: str) -> list[dict[str, Any]]:
         if len(fields) < 6 or not fields[0].isdigit():
             continue
         used, total, util = _num(fields[3]), _num(fields[4]), _num(fields[5])
-        devices.append({"index": int(fields[0]), "name": fields[1], "uuid": fields[2],
-                        "mem_used": int(used * 2**20) if used is not None else None,
-                        "mem_total": int(total * 2**20) if total is not None else None,
-                        "util": util, "procs": []})
+        devices.append(
+            {
+                "index": int(fields[0]),
+                "name": fields[1],
+                "uuid": fields[2],
+                "mem_used": int(used * 2**20) if used is not None else None,
+                "mem_total": int(total * 2**20) if total is not None else None,
+                "util": util,
+                "procs": [],
+            }
+        )
     return devices
 
 
@@ -85,16 +100,28 @@ def parse_ray_prometheus(text: str) -> dict[str, list[dict[str, Any]]]:
         if not m:
             continue
         name, labels_text, value = m.group(1), m.group(3) or "", _num(m.group(4))
-        if value is None or name not in ("ray_node_gram_used", "ray_node_gram_available",
-                                         "ray_node_gpus_utilization"):
+        if value is None or name not in (
+            "ray_node_gram_used",
+            "ray_node_gram_available",
+            "ray_node_gpus_utilization",
+        ):
             continue
         labels = dict(_LABEL_RE.findall(labels_text))
         if "GpuIndex" not in labels or not labels["GpuIndex"].isdigit():
             continue
         ip = labels.get("ip") or labels.get("NodeAddress") or "?"
-        dev = nodes.setdefault(ip, {}).setdefault(int(labels["GpuIndex"]), {
-            "index": int(labels["GpuIndex"]), "name": labels.get("GpuDeviceName"), "uuid": None,
-            "mem_used": None, "mem_total": None, "util": None, "procs": []})
+        dev = nodes.setdefault(ip, {}).setdefault(
+            int(labels["GpuIndex"]),
+            {
+                "index": int(labels["GpuIndex"]),
+                "name": labels.get("GpuDeviceName"),
+                "uuid": None,
+                "mem_used": None,
+                "mem_total": None,
+                "util": None,
+                "procs": [],
+            },
+        )
         if name == "ray_node_gram_used":
             dev["mem_used"] = int(value * 2**20)
         elif name == "ray_node_gram_available":
@@ -192,8 +219,13 @@ class NodeSampler:
     ``source``. GPUs come from Ray's metrics port when it answers, else from the probe's nvidia-smi.
     A "no GPU" state is published once per node until it changes."""
 
-    def __init__(self, interval_s: float = 30.0, query: Sequence[str] = NVIDIA_SMI_QUERY,
-                 ray_port: int | None = RAY_METRICS_PORT, timeout_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        interval_s: float = 30.0,
+        query: Sequence[str] = NVIDIA_SMI_QUERY,
+        ray_port: int | None = RAY_METRICS_PORT,
+        timeout_s: float = 15.0,
+    ) -> None:
         self.interval_s = interval_s
         self.query = list(query)
         self.ray_port = ray_port
@@ -213,8 +245,11 @@ class NodeSampler:
             return None
         query = extra.get("slurm_gpu_query") or NVIDIA_SMI_QUERY
         port = extra.get("slurm_ray_metrics_port", RAY_METRICS_PORT)
-        return cls(interval_s=float(extra.get("slurm_gpu_interval_s", 30.0)), query=[str(q) for q in query],
-                   ray_port=int(port) if port else None)
+        return cls(
+            interval_s=float(extra.get("slurm_gpu_interval_s", 30.0)),
+            query=[str(q) for q in query],
+            ray_port=int(port) if port else None,
+        )
 
     def _dead(self, source: str) -> bool:
         return self.failures[source] >= 2
@@ -238,7 +273,9 @@ class NodeSampler:
         self.failures["ray"] = 0 if out else self.failures["ray"] + 1
         return out
 
-    def _probe(self, job_id: str, nodes: Sequence[str], num_nodes: int) -> tuple[dict[str, NodeProbe], str | None]:
+    def _probe(
+        self, job_id: str, nodes: Sequence[str], num_nodes: int
+    ) -> tuple[dict[str, NodeProbe], str | None]:
         """(probes by node, why the probe failed or None)."""
         if self._dead("srun"):
             return {}, None
@@ -266,22 +303,63 @@ class NodeSampler:
             self._ticks[probe.node] = probe.cpu_ticks
             if prev is not None and probe.cpu_ticks[1] > prev[1]:
                 cpu = round(100.0 * (probe.cpu_ticks[0] - prev[0]) / (probe.cpu_ticks[1] - prev[1]), 1)
-        used = (probe.mem_total - probe.mem_available) if probe.mem_total and probe.mem_available is not None else None
-        return Event("host", None, {"node": probe.node, "cpu": cpu, "load1": probe.load1, "mem_used": used,
-                                    "mem_total": probe.mem_total, "disks": {}, "source": "srun"})
+        used = (
+            (probe.mem_total - probe.mem_available)
+            if probe.mem_total and probe.mem_available is not None
+            else None
+        )
+        return Event(
+            "host",
+            None,
+            {
+                "node": probe.node,
+                "cpu": cpu,
+                "load1": probe.load1,
+                "mem_used": used,
+                "mem_total": probe.mem_total,
+                "disks": {},
+                "source": "srun",
+            },
+        )
 
-    def _gpu_event(self, node: str, devices: list[dict[str, Any]] | None, reason: str | None,
-                   source: str, queried: list[str]) -> Event | None:
+    def _gpu_event(
+        self,
+        node: str,
+        devices: list[dict[str, Any]] | None,
+        reason: str | None,
+        source: str,
+        queried: list[str],
+    ) -> Event | None:
         if devices:
             self._gpu_said.pop(node, None)
-            return Event("gpu", None, {"node": node, "available": True, "reason": None, "devices": devices,
-                                       "source": source, "queried": queried})
+            return Event(
+                "gpu",
+                None,
+                {
+                    "node": node,
+                    "available": True,
+                    "reason": None,
+                    "devices": devices,
+                    "source": source,
+                    "queried": queried,
+                },
+            )
         why = reason or "no GPU reported"
         if self._gpu_said.get(node) == why:
             return None
         self._gpu_said[node] = why
-        return Event("gpu", None, {"node": node, "available": False, "reason": why, "devices": [],
-                                   "source": source, "queried": queried})
+        return Event(
+            "gpu",
+            None,
+            {
+                "node": node,
+                "available": False,
+                "reason": why,
+                "devices": [],
+                "source": source,
+                "queried": queried,
+            },
+        )
 
     def maybe_sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
         now = time.monotonic()
@@ -311,9 +389,16 @@ class NodeSampler:
                 ev = self._gpu_event(node, ray[node], None, "ray", queried)
             elif probe is not None:
                 devices = parse_nvidia_smi_csv("\n".join(probe.gpu_lines)) if probe.gpu_rc == 0 else []
-                reason = f"no GPU ({probe.no_gpu})" if probe.no_gpu else (None if devices else
-                                          f"{self.query[0]} exited {probe.gpu_rc}: "
-                                          + (probe.gpu_lines[0][:160] if probe.gpu_lines else "no output"))
+                reason = (
+                    f"no GPU ({probe.no_gpu})"
+                    if probe.no_gpu
+                    else (
+                        None
+                        if devices
+                        else f"{self.query[0]} exited {probe.gpu_rc}: "
+                        + (probe.gpu_lines[0][:160] if probe.gpu_lines else "no output")
+                    )
+                )
                 ev = self._gpu_event(node, devices, reason, "srun", queried)
             elif failed is not None:
                 ev = self._gpu_event(node, None, f"no sample: {failed}", "srun", queried)

@@ -79,7 +79,7 @@ def _expand_item(item: str, whole: str) -> list[str]:
             break
         end = item.index("]", start)
         prefix = item[i:start]
-        values = _range_values(item[start + 1:end], whole)
+        values = _range_values(item[start + 1 : end], whole)
         names = [n + prefix + v for n in names for v in values]
         if len(names) > MAX_HOSTS:
             raise HostlistError(f"hostlist {whole!r} names too many hosts")
@@ -107,8 +107,14 @@ def _scontrol_hostnames(text: str) -> tuple[str, ...] | None:
     if _scontrol_broken or shutil.which("scontrol") is None:
         return None
     try:
-        proc = subprocess.run(["scontrol", "show", "hostnames", text], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=5, check=False)
+        proc = subprocess.run(
+            ["scontrol", "show", "hostnames", text],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         _scontrol_broken = True
         return None

@@ -27,8 +27,11 @@ SECRET_ARG_PREFIX = "RL_CONSOLE_SECRET_ARG_"
 
 def env_secrets(env: Mapping[str, str]) -> list[str]:
     """The secret values in ``env``: ``RL_CONSOLE_SECRET_ARG_N`` and secret-named variables."""
-    return [v for k, v in env.items()
-            if v and v != "***" and (k.startswith(SECRET_ARG_PREFIX) or is_secret_name(k))]
+    return [
+        v
+        for k, v in env.items()
+        if v and v != "***" and (k.startswith(SECRET_ARG_PREFIX) or is_secret_name(k))
+    ]
 
 
 def pump(rfd: int, writer: RedactingWriter) -> None:

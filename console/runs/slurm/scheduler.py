@@ -40,16 +40,28 @@ class JobRecord:
     source: str = "squeue"
 
 
-def _run(argv: Sequence[str], env: Mapping[str, str] | None = None,
-         cwd: str | None = None, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    timeout: float = TIMEOUT_S,
+) -> subprocess.CompletedProcess[str]:
     if shutil.which(argv[0]) is None:
         raise SlurmError(f"{argv[0]} not found on PATH: run from a Slurm login node or inside an allocation")
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     try:
-        return subprocess.run(list(argv), env=full_env, cwd=cwd, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=timeout, check=False)
+        return subprocess.run(
+            list(argv),
+            env=full_env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         raise SlurmError(f"{argv[0]} did not answer within {timeout:.0f}s") from exc
 
@@ -123,9 +135,14 @@ def parse_squeue(stdout: str) -> JobRecord | None:
         num_nodes = int(fields[4])
     except ValueError:
         num_nodes = None
-    return JobRecord(job_id=fields[0].strip(), state=base_state(fields[1]),
-                     reason=None if reason in ("", "None", "(null)") else reason,
-                     nodes=expand_nodelist(fields[3]), num_nodes=num_nodes, source="squeue")
+    return JobRecord(
+        job_id=fields[0].strip(),
+        state=base_state(fields[1]),
+        reason=None if reason in ("", "None", "(null)") else reason,
+        nodes=expand_nodelist(fields[3]),
+        num_nodes=num_nodes,
+        source="squeue",
+    )
 
 
 def squeue(job_id: str) -> JobRecord | None:
@@ -167,10 +184,17 @@ def parse_scontrol_job(stdout: str) -> JobRecord | None:
         num_nodes = int(kv.get("NumNodes", "").split("-")[0])
     except ValueError:
         num_nodes = None
-    return JobRecord(job_id=kv["JobId"], state=base_state(kv.get("JobState", "UNKNOWN")),
-                     reason=None if reason in ("", "None", "(null)") else reason,
-                     exit_code=exit_code, signal=sig, nodes=expand_nodelist(kv.get("NodeList", "")),
-                     num_nodes=num_nodes, restarts=restarts, source="scontrol")
+    return JobRecord(
+        job_id=kv["JobId"],
+        state=base_state(kv.get("JobState", "UNKNOWN")),
+        reason=None if reason in ("", "None", "(null)") else reason,
+        exit_code=exit_code,
+        signal=sig,
+        nodes=expand_nodelist(kv.get("NodeList", "")),
+        num_nodes=num_nodes,
+        restarts=restarts,
+        source="scontrol",
+    )
 
 
 def scontrol_job(job_id: str) -> JobRecord | None:
@@ -198,10 +222,16 @@ def parse_sacct(stdout: str, job_id: str) -> JobRecord | None:
             num_nodes = int(fields[5])
         except ValueError:
             num_nodes = None
-        record = JobRecord(job_id=fields[0].strip(), state=base_state(fields[1]),
-                           reason=None if reason in ("", "None", "(null)") else reason,
-                           exit_code=exit_code, signal=sig, nodes=expand_nodelist(fields[4]),
-                           num_nodes=num_nodes, source="sacct")
+        record = JobRecord(
+            job_id=fields[0].strip(),
+            state=base_state(fields[1]),
+            reason=None if reason in ("", "None", "(null)") else reason,
+            exit_code=exit_code,
+            signal=sig,
+            nodes=expand_nodelist(fields[4]),
+            num_nodes=num_nodes,
+            source="sacct",
+        )
     return record
 
 
@@ -248,7 +278,21 @@ def scancel(job_id: str, signal: str | None = None) -> None:
         raise SlurmError(f"scancel {job_id} failed: {msg or proc.returncode}")
 
 
-def srun_overlap(job_id: str, nodes: int, argv: Sequence[str], timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+def srun_overlap(
+    job_id: str, nodes: int, argv: Sequence[str], timeout: float = 20.0
+) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` once on every node of a running job, beside its steps (``--overlap``)."""
-    return _run(["srun", "--overlap", f"--jobid={job_id}", f"--nodes={nodes}", "--ntasks-per-node=1",
-                 f"--ntasks={nodes}", "--label", "--quiet", *argv], timeout=timeout)
+    return _run(
+        [
+            "srun",
+            "--overlap",
+            f"--jobid={job_id}",
+            f"--nodes={nodes}",
+            "--ntasks-per-node=1",
+            f"--ntasks={nodes}",
+            "--label",
+            "--quiet",
+            *argv,
+        ],
+        timeout=timeout,
+    )

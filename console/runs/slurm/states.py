@@ -31,16 +31,22 @@ def meaning(state: str) -> StateMeaning:
     entry = _catalog()["states"].get(state.upper())
     if entry is None:
         return StateMeaning(phase="unknown", verdict=None)
-    return StateMeaning(phase=entry["phase"], verdict=entry.get("verdict"), advice=entry.get("advice"),
-                        klass=entry.get("class"))
+    return StateMeaning(
+        phase=entry["phase"],
+        verdict=entry.get("verdict"),
+        advice=entry.get("advice"),
+        klass=entry.get("class"),
+    )
 
 
 def never_runs(reason: str | None) -> bool:
     """True when a PENDING job waits for something that cannot happen (a partition limit...)."""
     if not reason:
         return False
-    return any(reason == r or reason.startswith(r + ",") or reason.startswith(r + ":")
-               for r in _catalog()["pending"]["never_runs"])
+    return any(
+        reason == r or reason.startswith(r + ",") or reason.startswith(r + ":")
+        for r in _catalog()["pending"]["never_runs"]
+    )
 
 
 def pending_advice(reason: str) -> str:
@@ -53,7 +59,9 @@ def pending_grace_s() -> float:
 
 def failed_before_any_step() -> StateMeaning:
     entry = _catalog()["failed_before_any_step"]
-    return StateMeaning(phase="done", verdict=entry["verdict"], advice=entry.get("advice"), klass=entry.get("class"))
+    return StateMeaning(
+        phase="done", verdict=entry["verdict"], advice=entry.get("advice"), klass=entry.get("class")
+    )
 
 
 def scheduler_class(class_id: str) -> dict[str, Any] | None:
@@ -79,5 +87,8 @@ class LaunchFailure:
 @lru_cache(maxsize=1)
 def launch_failure() -> LaunchFailure:
     entry = _catalog()["launch_failure"]
-    return LaunchFailure(class_id=str(entry["class"]), exit_codes=frozenset(int(c) for c in entry["exit_codes"]),
-                         patterns=tuple(re.compile(p) for p in entry["patterns"]))
+    return LaunchFailure(
+        class_id=str(entry["class"]),
+        exit_codes=frozenset(int(c) for c in entry["exit_codes"]),
+        patterns=tuple(re.compile(p) for p in entry["patterns"]),
+    )

@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from rich.text import Text
 
-_VERDICT_STYLE = {"Pass": "bold green", "Fail": "bold red", "Blocked": "bold yellow",
-                  "Incomplete": "yellow", "Cancelled": "magenta", "Skipped": "dim", "Not requested": "dim",
-                  "Noise": "dim"}
-_STATUS_STYLE = {"running": "bold cyan", "pending": "cyan", "passed": "green", "failed": "red",
-                 "blocked": "yellow", "cancelled": "magenta", "skipped": "dim"}
+_VERDICT_STYLE = {
+    "Pass": "bold green",
+    "Fail": "bold red",
+    "Blocked": "bold yellow",
+    "Incomplete": "yellow",
+    "Cancelled": "magenta",
+    "Skipped": "dim",
+    "Not requested": "dim",
+    "Noise": "dim",
+}
+_STATUS_STYLE = {
+    "running": "bold cyan",
+    "pending": "cyan",
+    "passed": "green",
+    "failed": "red",
+    "blocked": "yellow",
+    "cancelled": "magenta",
+    "skipped": "dim",
+}
 
 
 def verdict_badge(verdict: str | None, status: str | None = None) -> Text:

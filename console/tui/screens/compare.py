@@ -41,7 +41,7 @@ def _buckets(values: list[float], width: int) -> list[float]:
         return values
     out = []
     for i in range(width):
-        part = values[i * len(values) // width:(i + 1) * len(values) // width] or [values[-1]]
+        part = values[i * len(values) // width : (i + 1) * len(values) // width] or [values[-1]]
         out.append(sum(part) / len(part))
     return out
 
@@ -156,11 +156,18 @@ class CompareScreen(Screen[None]):
             gpu: DataTable[str] = DataTable(id="cmp-gpu", cursor_type="row")
             gpu.add_columns("device", "base", "cand", "delta", "")
             for g in r["gpu"]:
-                gpu.add_row(f"{g['device']} {g['name']}", gib(g["baseline_bytes"]), gib(g["candidate_bytes"]),
-                            gib(g["delta_bytes"]), Text("REGRESSION" if g["regression"] else "", style="bold red"))
+                gpu.add_row(
+                    f"{g['device']} {g['name']}",
+                    gib(g["baseline_bytes"]),
+                    gib(g["candidate_bytes"]),
+                    gib(g["delta_bytes"]),
+                    Text("REGRESSION" if g["regression"] else "", style="bold red"),
+                )
             widgets.append(gpu)
         widgets.append(Static("Differences", classes="cmp-section"))
-        lines = [f"{d['field']}: {d['baseline']} -> {d['candidate']}  [{d['kind']}]" for d in r["differences"]]
+        lines = [
+            f"{d['field']}: {d['baseline']} -> {d['candidate']}  [{d['kind']}]" for d in r["differences"]
+        ]
         lines += [f"note: {n}" for n in r["notes"]]
         widgets.append(Static("\n".join(lines) or "none recorded", markup=False, id="cmp-diffs"))
         await body.mount_all(widgets)
@@ -171,14 +178,20 @@ class CompareScreen(Screen[None]):
             return []
         size = self.app.size
         large = size.width >= LARGE[0] and size.height >= LARGE[1]
-        out: list[Any] = [Static("Curves: baseline (top) and candidate (bottom)" if not large else
-                                 "Curves: baseline and candidate overlaid", classes="cmp-section")]
+        out: list[Any] = [
+            Static(
+                "Curves: baseline (top) and candidate (bottom)"
+                if not large
+                else "Curves: baseline and candidate overlaid",
+                classes="cmp-section",
+            )
+        ]
         if large:
             from textual_plotext import PlotextPlot
 
             for i in range(0, len(curves), 2):
                 plots = []
-                for key, c in curves[i:i + 2]:
+                for key, c in curves[i : i + 2]:
                     plot = PlotextPlot()
                     plt = plot.plt
                     plt.plot(c["steps"], _finite(c["baseline"]), label="baseline", marker="braille")
@@ -190,7 +203,11 @@ class CompareScreen(Screen[None]):
         width = max(10, size.width - 30)
         for key, c in curves:
             row = next(m for m in r["metrics"] if m["key"] == key)
-            label = f"{key} {pct(row['rel_delta'])}" if row["rel_delta"] is not None else f"{key} {num(row['delta'])}"
+            label = (
+                f"{key} {pct(row['rel_delta'])}"
+                if row["rel_delta"] is not None
+                else f"{key} {num(row['delta'])}"
+            )
             b, cand = spark_pair(c["baseline"], c["candidate"], width)
             lines = Text(b + " base\n", style="dim") + Text(cand + " cand", style="bold")
             out.append(Horizontal(Label(label, markup=False), Static(lines), classes="cmp-curve"))
@@ -224,7 +241,9 @@ def compare_selected(screen: Any, run_dir: Path | None = None) -> None:
         return
     pair = pair_with_latest_peer(screen.app.runs_dir, Path(run_dir))
     if pair is None:
-        screen.notify("No other run of the same framework, levels and model: press m on a baseline first",
-                      severity="warning")
+        screen.notify(
+            "No other run of the same framework, levels and model: press m on a baseline first",
+            severity="warning",
+        )
         return
     screen.app.push_screen(CompareScreen(*pair))

@@ -103,5 +103,9 @@ def confirm_cancel(screen: Screen, run_dir: Path, run_id: str, live: bool) -> No
         threading.Thread(target=work, name="cancel-run", daemon=True).start()
         app.notify(f"cancelling {run_id}...")
 
-    app.push_screen(ConfirmDialog(f"Cancel run {run_id}?",
-                                  "Stops all its processes (SIGINT, then SIGTERM, then SIGKILL)."), go)
+    app.push_screen(
+        ConfirmDialog(
+            f"Cancel run {run_id}?", "Stops all its processes (SIGINT, then SIGTERM, then SIGKILL)."
+        ),
+        go,
+    )

@@ -11,9 +11,13 @@ from console.tui import backend
 
 def remedy_text(remedy: dict[str, Any] | None) -> str:
     remedy = remedy or {}
-    return ", ".join([*(f"unset {u}" for u in remedy.get("unset") or []),
-                      *(f"{k}={v}" for k, v in (remedy.get("env") or {}).items()),
-                      *(remedy.get("overrides") or [])])
+    return ", ".join(
+        [
+            *(f"unset {u}" for u in remedy.get("unset") or []),
+            *(f"{k}={v}" for k, v in (remedy.get("env") or {}).items()),
+            *(remedy.get("overrides") or []),
+        ]
+    )
 
 
 def explain(finding: dict[str, Any], primary: dict[str, Any] | None, framework: str | None) -> dict[str, Any]:
@@ -26,12 +30,17 @@ def explain(finding: dict[str, Any], primary: dict[str, Any] | None, framework: 
         info = {}
     advice = (primary or {}).get("advice") if is_primary else None
     remedy = (primary or {}).get("remedy") if is_primary else None
-    return {"cause": info.get("title") or cls, "advice": advice or info.get("advice") or "",
-            "remedy": remedy if remedy is not None else info.get("remedy") or {}, "primary": is_primary}
+    return {
+        "cause": info.get("title") or cls,
+        "advice": advice or info.get("advice") or "",
+        "remedy": remedy if remedy is not None else info.get("remedy") or {},
+        "primary": is_primary,
+    }
 
 
-def finding_text(finding: dict[str, Any], primary: dict[str, Any] | None, framework: str | None,
-                 *, fix_key: bool = False) -> Text:
+def finding_text(
+    finding: dict[str, Any], primary: dict[str, Any] | None, framework: str | None, *, fix_key: bool = False
+) -> Text:
     why = explain(finding, primary, framework)
     text = Text()
     text.append(f"{finding.get('class')}", style="bold")

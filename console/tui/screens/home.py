@@ -32,10 +32,16 @@ class HomeScreen(Screen[None]):
         ("Open selected run", "Monitor the highlighted run", "action_open_run"),
         ("Report of selected run", "The summary report, saved to report.md", "action_report"),
         ("Cancel selected run", "Stop the highlighted run and its whole process tree", "action_cancel"),
-        ("Mark run as baseline", "m: the highlighted run becomes the baseline of the next compare (C)",
-         "action_mark_baseline"),
-        ("Compare runs", "C: the marked baseline vs the highlighted run, or it vs the latest like it",
-         "action_compare"),
+        (
+            "Mark run as baseline",
+            "m: the highlighted run becomes the baseline of the next compare (C)",
+            "action_mark_baseline",
+        ),
+        (
+            "Compare runs",
+            "C: the marked baseline vs the highlighted run, or it vs the latest like it",
+            "action_compare",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -71,7 +77,9 @@ class HomeScreen(Screen[None]):
     def on_runs_listed(self, message: RunsListed) -> None:
         table = self.query_one("#runs-table", DataTable)
         new = {r.id: r for r in message.rows}
-        current = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value if table.row_count else None
+        current = (
+            table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value if table.row_count else None
+        )
         order_changed = list(new) != list(self.rows)
         if order_changed:
             table.clear()
@@ -81,14 +89,17 @@ class HomeScreen(Screen[None]):
                 table.move_cursor(row=table.get_row_index(current))
         else:
             for row in message.rows:
-                for key, value in zip(("id", "verdict", "status", "progress", "age"), self._cells(row),
-                                      strict=True):
+                for key, value in zip(
+                    ("id", "verdict", "status", "progress", "age"), self._cells(row), strict=True
+                ):
                     table.update_cell(row.id, key, value)
         self.rows = new
         hint = self.query_one("#empty-hint", Static)
         if not new:
-            hint.update(f"No runs yet in {self.runs_dir}.\nPress n for a new run, or start "
-                        "`rl-console demo` in another shell: it will appear here.")
+            hint.update(
+                f"No runs yet in {self.runs_dir}.\nPress n for a new run, or start "
+                "`rl-console demo` in another shell: it will appear here."
+            )
             hint.display = True
         else:
             hint.display = False
@@ -96,8 +107,13 @@ class HomeScreen(Screen[None]):
     @staticmethod
     def _cells(row: RunRow) -> tuple[object, ...]:
         name = row.id + (f" ← {row.linked_from}" if row.linked_from else "")
-        return (name, verdict_badge(row.verdict, row.status), status_text(row.status),
-                row.progress_text(), age_text(row.created))
+        return (
+            name,
+            verdict_badge(row.verdict, row.status),
+            status_text(row.status),
+            row.progress_text(),
+            age_text(row.created),
+        )
 
     def selected(self) -> RunRow | None:
         table = self.query_one("#runs-table", DataTable)

@@ -134,8 +134,9 @@ class MonitorScreen(Screen[None]):
                 yield DataTable(id="steps-table", cursor_type="row")
             with TabPane("3 Metrics", id="metrics"):
                 yield PlotextPlot(id="metric-plot")
-                yield VerticalScroll(Static("no metrics yet", id="metrics-empty", classes="hint"),
-                                     id="metrics-box")
+                yield VerticalScroll(
+                    Static("no metrics yet", id="metrics-empty", classes="hint"), id="metrics-box"
+                )
             with TabPane("4 System", id="system"), VerticalScroll():
                 yield Static("", markup=False, id="gpu-panel", classes="panel-text")
                 yield Static("", markup=False, id="host-panel", classes="panel-text")
@@ -182,8 +183,11 @@ class MonitorScreen(Screen[None]):
                 with self._lock:
                     self._pending.clear()
                     self._reset_view = True
-                    self._log_label = str(want.relative_to(self.run_dir)) if want.is_relative_to(
-                        self.run_dir) else str(want)
+                    self._log_label = (
+                        str(want.relative_to(self.run_dir))
+                        if want.is_relative_to(self.run_dir)
+                        else str(want)
+                    )
             if follower is not None:
                 lines = follower.poll()
                 if lines or self._reset_view:
@@ -375,8 +379,13 @@ class MonitorScreen(Screen[None]):
             self._metric_gen += 1
             g = self._metric_gen
             for i in range(len(names)):
-                box.mount(Horizontal(Label("", id=f"mlabel-{g}-{i}", classes="metric-label"),
-                                     Sparkline([], id=f"mspark-{g}-{i}"), classes="metric-row"))
+                box.mount(
+                    Horizontal(
+                        Label("", id=f"mlabel-{g}-{i}", classes="metric-label"),
+                        Sparkline([], id=f"mspark-{g}-{i}"),
+                        classes="metric-row",
+                    )
+                )
         for i, name in enumerate(names):
             series = snap.metrics[name]
             if not series:
@@ -431,8 +440,13 @@ class MonitorScreen(Screen[None]):
             rows = list(snap.triage.get("findings") or [])
         self._finding_rows = rows
         for i, f in enumerate(rows):
-            table.add_row(verdict_badge(f.get("verdict")), f.get("class", "?"), str(f.get("line", "")),
-                          str(f.get("evidence", ""))[:200], key=str(i))
+            table.add_row(
+                verdict_badge(f.get("verdict")),
+                f.get("class", "?"),
+                str(f.get("line", "")),
+                str(f.get("evidence", ""))[:200],
+                key=str(i),
+            )
         self._show_finding_detail(table.cursor_row if rows else None)
 
     def _show_finding_detail(self, index: int | None) -> None:
@@ -466,12 +480,17 @@ class MonitorScreen(Screen[None]):
             self.log_index = None if target == self.snapshot.current_index else target
             with self._lock:
                 self._want_log = self.snapshot.log_path(target)
-        path = self.snapshot.log_path(names.index(finding["step"])) if finding.get("step") in names \
+        path = (
+            self.snapshot.log_path(names.index(finding["step"]))
+            if finding.get("step") in names
             else self.snapshot.log_path()
+        )
         self.action_tab("log")
         view = self.query_one("#logview", LogView)
         evidence = str(finding.get("evidence") or "").strip()[:60]
-        self.set_timer(0.3, lambda: self._search_evidence(view, evidence, path, int(finding.get("line") or 0)))
+        self.set_timer(
+            0.3, lambda: self._search_evidence(view, evidence, path, int(finding.get("line") or 0))
+        )
 
     def _search_evidence(self, view: LogView, evidence: str, path: Path | None, line: int) -> None:
         if evidence and view.set_search(evidence) is not None:
@@ -490,8 +509,8 @@ class MonitorScreen(Screen[None]):
             self.query_one("#gpu-panel", Static).update(gpu_nodes_text(self.snapshot.gpu_nodes, _bar))
             self.query_one("#host-panel", Static).update(host_nodes_text(self.snapshot.host_nodes, _bar))
             return
-        gpu = (self.snapshot.gpu if self.snapshot and self.snapshot.gpu else self._gpu)
-        host = (self.snapshot.host if self.snapshot and self.snapshot.host else self._host)
+        gpu = self.snapshot.gpu if self.snapshot and self.snapshot.gpu else self._gpu
+        host = self.snapshot.host if self.snapshot and self.snapshot.host else self._host
         lines = Text()
         lines.append("GPUs\n", style="bold")
         if not gpu:
@@ -505,21 +524,28 @@ class MonitorScreen(Screen[None]):
                 continue
             lines.append(_bar(used, total), style="cyan")
             util = dev.get("util")
-            lines.append(f" {human_bytes(used)}/{human_bytes(total)} util "
-                         f"{'n/a' if util is None else str(util) + '%'}{' MIG' if dev.get('mig') else ''}\n")
+            lines.append(
+                f" {human_bytes(used)}/{human_bytes(total)} util "
+                f"{'n/a' if util is None else str(util) + '%'}{' MIG' if dev.get('mig') else ''}\n"
+            )
             procs = list(dev.get("procs") or [])
             ours = sum(float(p.get("mem") or 0) for p in procs if p.get("ours"))
             if procs:
-                lines.append(f"     this run {human_bytes(ours)}, others "
-                             f"{human_bytes(sum(float(p.get('mem') or 0) for p in procs) - ours)}\n")
+                lines.append(
+                    f"     this run {human_bytes(ours)}, others "
+                    f"{human_bytes(sum(float(p.get('mem') or 0) for p in procs) - ours)}\n"
+                )
                 if dev.get("attribution") == "by-device":  # its own line: with it the one above passed 80
                     lines.append("     (by device: no NVML PID is the run's)\n", style="dim")
             elif dev.get("procs_status", "ok") != "ok":
                 lines.append(f"     processes unknown ({dev.get('procs_status')})\n", style="dim")
             for proc in procs:
                 mark = "this run" if proc.get("ours") else "other"
-                lines.append(f"     {mark:8} pid {proc.get('pid')} {str(proc.get('name') or '')[:20]} "
-                             f"{human_bytes(proc.get('mem'))}\n", style="bold" if proc.get("ours") else "dim")
+                lines.append(
+                    f"     {mark:8} pid {proc.get('pid')} {str(proc.get('name') or '')[:20]} "
+                    f"{human_bytes(proc.get('mem'))}\n",
+                    style="bold" if proc.get("ours") else "dim",
+                )
         self.query_one("#gpu-panel", Static).update(lines)
         htext = Text()
         htext.append("Host\n", style="bold")
@@ -598,8 +624,11 @@ class MonitorScreen(Screen[None]):
         self._input_mode = mode
         inp = self.query_one("#log-input", Input)
         view = self.query_one("#logview", LogView)
-        inp.placeholder = ("search (enter: jump, n/N: next/prev, empty: clear)" if mode == "search"
-                           else "show only lines containing... (empty: show all)")
+        inp.placeholder = (
+            "search (enter: jump, n/N: next/prev, empty: clear)"
+            if mode == "search"
+            else "show only lines containing... (empty: show all)"
+        )
         inp.value = view.search_text if mode == "search" else view.filter_text
         inp.add_class("visible")
         inp.focus()
@@ -652,8 +681,9 @@ class MonitorScreen(Screen[None]):
         self.log_index = None if idx == snap.current_index else idx
         with self._lock:
             self._want_log = snap.log_path(idx)
-        self.notify(f"log of step {idx + 1}/{count}" + (" (following)" if self.log_index is None else ""),
-                    timeout=1.5)
+        self.notify(
+            f"log of step {idx + 1}/{count}" + (" (following)" if self.log_index is None else ""), timeout=1.5
+        )
 
     def action_compare(self) -> None:
         from console.tui.screens.compare import compare_selected
@@ -676,8 +706,9 @@ class MonitorScreen(Screen[None]):
         if not _has_fix(primary) and self._verdict:
             primary = self._verdict.get("primary") or primary
         if not primary or not _has_fix(primary):
-            self.notify("No remedy to apply: no primary finding with a fix (see the Findings tab)",
-                        severity="warning")
+            self.notify(
+                "No remedy to apply: no primary finding with a fix (see the Findings tab)", severity="warning"
+            )
             return
         remedy = {"class": primary.get("class"), **primary["remedy"]}
 
@@ -685,8 +716,9 @@ class MonitorScreen(Screen[None]):
             if answer:
                 self.start_rerun(remedy)
 
-        self.app.push_screen(ConfirmDialog(f"Rerun with the fix for {primary.get('class')}?",
-                                           f"remedy: {remedy}"), go)
+        self.app.push_screen(
+            ConfirmDialog(f"Rerun with the fix for {primary.get('class')}?", f"remedy: {remedy}"), go
+        )
 
     @work(thread=True, exclusive=True, group="monitor-rerun")
     def start_rerun(self, remedy: dict[str, Any]) -> None:
@@ -715,5 +747,9 @@ def _psutil_host(paths: list[str]) -> dict[str, Any]:
             disks[p] = shutil.disk_usage(p).free
         except OSError:
             continue
-    return {"cpu": psutil.cpu_percent(interval=None), "mem_used": mem.total - mem.available,
-            "mem_total": mem.total, "disks": disks}
+    return {
+        "cpu": psutil.cpu_percent(interval=None),
+        "mem_used": mem.total - mem.available,
+        "mem_total": mem.total,
+        "disks": disks,
+    }

@@ -61,11 +61,19 @@ def parse_env(text: str) -> tuple[dict[str, str], str | None]:
     return env, None
 
 
-GUIDE_START = ("Step 1 of 4: tick what your change touched (space); the levels it needs get ticked "
-               "for you. This guide explains each level as you move over it.")
-FLAG_WORDS = (("--bridge-repo", "Megatron-Bridge checkout"), ("--variant", "Variants"), ("--level", "Levels"),
-              ("--override", "Overrides"), ("--env", "Environment"), ("--model", "Model"),
-              ("--repo", "NeMo-RL / verl checkout"))
+GUIDE_START = (
+    "Step 1 of 4: tick what your change touched (space); the levels it needs get ticked "
+    "for you. This guide explains each level as you move over it."
+)
+FLAG_WORDS = (
+    ("--bridge-repo", "Megatron-Bridge checkout"),
+    ("--variant", "Variants"),
+    ("--level", "Levels"),
+    ("--override", "Overrides"),
+    ("--env", "Environment"),
+    ("--model", "Model"),
+    ("--repo", "NeMo-RL / verl checkout"),
+)
 
 
 def in_console_words(message: str) -> str:
@@ -75,8 +83,9 @@ def in_console_words(message: str) -> str:
     return message
 
 
-def check_choice(levels: list[int], variants: list[str], need_variant: set[int],
-                 variant_info: list[Any]) -> str | None:
+def check_choice(
+    levels: list[int], variants: list[str], need_variant: set[int], variant_info: list[Any]
+) -> str | None:
     """The level/variant rules of the plan builder, said for this screen; None when consistent."""
     by_name = {v.name: v for v in variant_info}
     for name in variants:
@@ -87,8 +96,10 @@ def check_choice(levels: list[int], variants: list[str], need_variant: set[int],
     for number in sorted(need_variant & set(levels)):
         choices = [v.name for v in variant_info if number in v.levels]
         if not any(name in choices for name in variants):
-            return (f"Level {number} runs only with a variant: tick one of {', '.join(choices)} "
-                    f"under Variants (the guide shows what each proves).")
+            return (
+                f"Level {number} runs only with a variant: tick one of {', '.join(choices)} "
+                f"under Variants (the guide shows what each proves)."
+            )
     return None
 
 
@@ -116,11 +127,14 @@ class NewRunScreen(Screen[None]):
         yield Header()
         with VerticalScroll(id="newrun-form"):
             yield Label("Framework", classes="field")
-            yield Select([(f, f) for f in FRAMEWORKS], value="demo", allow_blank=False, id="framework", compact=True)
+            yield Select(
+                [(f, f) for f in FRAMEWORKS], value="demo", allow_blank=False, id="framework", compact=True
+            )
             yield Label("1. What did your change touch? (space ticks; levels follow)", classes="field")
             yield SelectionList[str](id="touched", compact=True)
-            yield Label("2. Levels (the guide below says when each is required and what it proves)",
-                        classes="field")
+            yield Label(
+                "2. Levels (the guide below says when each is required and what it proves)", classes="field"
+            )
             yield SelectionList[int](id="levels", compact=True)
             yield Static("", markup=False, id="levels-status", classes="field-hint")
             yield Label("3. Variants (optional, per level; the guide says what each proves)", classes="field")
@@ -129,7 +143,12 @@ class NewRunScreen(Screen[None]):
             yield Label("4. Model (HF id or local path; empty: the procedure's default)", classes="field")
             yield Input(placeholder="e.g. Qwen/Qwen3-0.6B", id="model", compact=True)
             yield Label("Megatron-Bridge checkout", classes="field")
-            yield Input(value=os.environ.get("BRIDGE_REPO", ""), placeholder="$BRIDGE_REPO", id="bridge_repo", compact=True)
+            yield Input(
+                value=os.environ.get("BRIDGE_REPO", ""),
+                placeholder="$BRIDGE_REPO",
+                id="bridge_repo",
+                compact=True,
+            )
             yield Static("", markup=False, id="bridge_repo-status", classes="field-hint")
             yield Label("NeMo-RL / verl checkout", classes="field")
             yield Input(placeholder="$NEMO_RL_REPO or $VERL_REPO", id="repo", compact=True)
@@ -214,10 +233,13 @@ class NewRunScreen(Screen[None]):
             box.add_option((prompt, v.name, v.name in kept))
         box.display = bool(self.variant_info)
         self.query_one("#variants-status", Static).update(
-            "" if self.variant_info else f"{self.framework} has no variants")
+            "" if self.variant_info else f"{self.framework} has no variants"
+        )
 
     def _level_info(self, number: int) -> Any:
-        return next((lv for lv in self.levels if int(_field(lv, "number", "level", default=-1)) == number), None)
+        return next(
+            (lv for lv in self.levels if int(_field(lv, "number", "level", default=-1)) == number), None
+        )
 
     def level_guide(self, number: int) -> Text:
         item = self._level_info(number)
@@ -246,8 +268,11 @@ class NewRunScreen(Screen[None]):
         text = Text()
         text.append(f"Variant {v.name}: {v.title}", style="bold")
         text.append(f"  (Level {'/'.join(map(str, v.levels))})", style="dim")
-        how = {"modify": "changes the level's run", "rerun": "adds a second run with changed settings",
-               "add": "adds its own run"}.get(v.mode, v.mode)
+        how = {
+            "modify": "changes the level's run",
+            "rerun": "adds a second run with changed settings",
+            "add": "adds its own run",
+        }.get(v.mode, v.mode)
         text.append(f"\nwhat it does: {how}")
         if v.args:
             text.append(f" ({' '.join(v.args)[:120]})", style="dim")
@@ -290,17 +315,24 @@ class NewRunScreen(Screen[None]):
                 widget.highlighted = 0  # its guide follows (SelectionHighlighted)
             else:
                 self.on_selection_list_selection_highlighted(
-                    SelectionList.SelectionHighlighted(widget, widget.highlighted))
+                    SelectionList.SelectionHighlighted(widget, widget.highlighted)
+                )
         elif wid == "framework":
-            self._guide("Framework: demo runs the embedded GRPO demo (no GPU needed); nemo-rl and verl run "
-                        "the procedures' commands in your checkouts.")
+            self._guide(
+                "Framework: demo runs the embedded GRPO demo (no GPU needed); nemo-rl and verl run "
+                "the procedures' commands in your checkouts."
+            )
         elif wid in ("model", "bridge_repo", "repo", "overrides", "env"):
-            self._guide({"model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
-                         "bridge_repo": "Your Megatron-Bridge checkout (the change under test).",
-                         "repo": "The NeMo-RL or verl checkout the procedure runs in.",
-                         "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
-                         "env": "Extra environment, one KEY=VALUE per line (secrets never reach files)."}[wid]
-                        + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch")
+            self._guide(
+                {
+                    "model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
+                    "bridge_repo": "Your Megatron-Bridge checkout (the change under test).",
+                    "repo": "The NeMo-RL or verl checkout the procedure runs in.",
+                    "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
+                    "env": "Extra environment, one KEY=VALUE per line (secrets never reach files).",
+                }[wid]
+                + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch"
+            )
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
         self.plan = None
@@ -311,9 +343,12 @@ class NewRunScreen(Screen[None]):
     def choice_summary(self) -> str:
         levels = sorted(self.query_one("#levels", SelectionList).selected) or [0]
         variants = list(self.query_one("#variants", SelectionList).selected)
-        return (f"Your run: {self.framework}, " + ", ".join(f"Level {n}" for n in levels)
-                + (f", variants: {', '.join(variants)}" if variants else ", no variant")
-                + "  (ctrl+l launches after the preflight)")
+        return (
+            f"Your run: {self.framework}, "
+            + ", ".join(f"Level {n}" for n in levels)
+            + (f", variants: {', '.join(variants)}" if variants else ", no variant")
+            + "  (ctrl+l launches after the preflight)"
+        )
 
     def _recommend(self, touched: list[str]) -> None:
         try:
@@ -330,8 +365,10 @@ class NewRunScreen(Screen[None]):
             if number in wanted:
                 levels.select(number)
         self.query_one("#levels-status", Static).update(
-            "recommended for what you ticked: " + ", ".join(f"Level {n}" for n in self.recommended)
-            + " (ticked; the guide says why when you move over a level)")
+            "recommended for what you ticked: "
+            + ", ".join(f"Level {n}" for n in self.recommended)
+            + " (ticked; the guide says why when you move over a level)"
+        )
 
     def _check_choice(self) -> str | None:
         levels = sorted(self.query_one("#levels", SelectionList).selected)
@@ -396,15 +433,25 @@ class NewRunScreen(Screen[None]):
             repo = os.environ.get("NEMO_RL_REPO")
         elif repo is None and framework == "verl":
             repo = os.environ.get("VERL_REPO")
-        return RunSpec(framework=framework, levels=levels, variants=variants,
-                       model=self.query_one("#model", Input).value.strip() or None,
-                       bridge_repo=bridge if framework != "demo" else None, repo=repo,
-                       overrides=self._overrides(), env=env, runs_dir=str(self.runs_dir))
+        return RunSpec(
+            framework=framework,
+            levels=levels,
+            variants=variants,
+            model=self.query_one("#model", Input).value.strip() or None,
+            bridge_repo=bridge if framework != "demo" else None,
+            repo=repo,
+            overrides=self._overrides(),
+            env=env,
+            runs_dir=str(self.runs_dir),
+        )
 
     # -- actions -----------------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        {"preview-button": self.action_preview, "preflight-button": self.action_preflight,
-         "launch-button": self.action_launch}[str(event.button.id)]()
+        {
+            "preview-button": self.action_preview,
+            "preflight-button": self.action_preflight,
+            "launch-button": self.action_launch,
+        }[str(event.button.id)]()
 
     def _spec_or_error(self) -> RunSpec | None:
         try:
@@ -439,8 +486,9 @@ class NewRunScreen(Screen[None]):
     def _show(self, selector: str) -> None:
         """Bring a result into view (top of the form's visible part)."""
         widget = self.query_one(selector, Static)
-        self.call_after_refresh(self.query_one("#newrun-form", VerticalScroll).scroll_to_widget, widget,
-                                animate=False, top=True)
+        self.call_after_refresh(
+            self.query_one("#newrun-form", VerticalScroll).scroll_to_widget, widget, animate=False, top=True
+        )
 
     @work(thread=True, exclusive=True, group="newrun-task")
     def run_task(self, kind: str, spec: RunSpec) -> None:
@@ -458,8 +506,11 @@ class NewRunScreen(Screen[None]):
                 if blocked:  # "start anyway": the run's spec says so, and so does its report
                     spec.extra["preflight_override"] = {
                         "verdict": doctor.get("verdict"),
-                        "checks": [c.get("id") for c in doctor.get("checks") or [] if c.get("status") == "block"],
-                        "started": time.time()}
+                        "checks": [
+                            c.get("id") for c in doctor.get("checks") or [] if c.get("status") == "block"
+                        ],
+                        "started": time.time(),
+                    }
                 result = backend.start_run(spec, plan)
                 with contextlib.suppress(OSError, backend.BackendMissing):
                     backend.write_doctor_json(result, doctor)
@@ -471,20 +522,26 @@ class NewRunScreen(Screen[None]):
     def on_task_done(self, message: TaskDone) -> None:
         if message.kind == "overrides":
             status = self.query_one("#overrides-status", Static)
-            status.update(in_console_words(message.error) if message.error else ("ok" if self._overrides() else ""))
+            status.update(
+                in_console_words(message.error) if message.error else ("ok" if self._overrides() else "")
+            )
             status.set_class(bool(message.error), "error")
             return
         if message.error:
             self._error(f"{message.kind}: {message.error}")
             if message.kind == "preflight":
-                self.query_one("#preflight-out", Static).update(Text(in_console_words(message.error), style="red"))
+                self.query_one("#preflight-out", Static).update(
+                    Text(in_console_words(message.error), style="red")
+                )
             return
         if message.kind == "preview":
             self.plan = message.result
             self.query_one("#preview", Static).update(render_preview(message.result))
             self._show("#preview")
-            self._guide("Preview: the exact commands, below. F3 runs the preflight checks; ctrl+l launches "
-                        "(after the same checks).")
+            self._guide(
+                "Preview: the exact commands, below. F3 runs the preflight checks; ctrl+l launches "
+                "(after the same checks)."
+            )
         elif message.kind == "preflight":
             self.plan, self.doctor = message.result
             self._show_doctor(self.doctor)
@@ -504,25 +561,34 @@ class NewRunScreen(Screen[None]):
         bad = [c for c in doctor.get("checks") or [] if c.get("status") in ("block", "warn")]
         text = Text(f"Preflight: {verdict}", style="bold red" if verdict == "block" else "bold")
         text.append(f"  ({len(bad)} check(s) need a look, shown above)" if bad else "  every check ok")
-        text.append("\nctrl+l launches" + (" (you will be asked: start anyway?)" if verdict == "block" else ""),
-                    style="dim")
+        text.append(
+            "\nctrl+l launches" + (" (you will be asked: start anyway?)" if verdict == "block" else ""),
+            style="dim",
+        )
         self._guide(text)
 
     def _ask_start_anyway(self, spec: RunSpec, doctor: dict[str, Any]) -> None:
         from console.tui.screens.dialogs import ConfirmDialog
 
-        blocks = [f"{c.get('id')}: {str(c.get('evidence') or '').splitlines()[0][:80] if c.get('evidence') else ''}"
-                  for c in doctor.get("checks") or [] if c.get("status") == "block"]
+        blocks = [
+            f"{c.get('id')}: {str(c.get('evidence') or '').splitlines()[0][:80] if c.get('evidence') else ''}"
+            for c in doctor.get("checks") or []
+            if c.get("status") == "block"
+        ]
 
         def answer(yes: bool | None) -> None:
             if yes:
                 self.notify("starting anyway: the run and its report record it")
                 self.run_task("launch-anyway", spec)
 
-        self.app.push_screen(ConfirmDialog(
-            "Preflight blocks this run. Start anyway?",
-            "\n".join(blocks[:5]) + "\nThe run's spec.json and its report will say it was started anyway."),
-            answer)
+        self.app.push_screen(
+            ConfirmDialog(
+                "Preflight blocks this run. Start anyway?",
+                "\n".join(blocks[:5])
+                + "\nThe run's spec.json and its report will say it was started anyway.",
+            ),
+            answer,
+        )
 
 
 def _monitor(run_dir: Path) -> Screen[None]:

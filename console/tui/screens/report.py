@@ -31,7 +31,9 @@ class ReportScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(f"Report of {self.run_dir.name}: rendering...", markup=False, id="report-status", classes="hint")
+        yield Static(
+            f"Report of {self.run_dir.name}: rendering...", markup=False, id="report-status", classes="hint"
+        )
         yield TextArea("", read_only=True, id="report-body", soft_wrap=True, show_line_numbers=False)
         yield ConsoleFooter()
 
@@ -46,8 +48,13 @@ class ReportScreen(Screen[None]):
         except Exception as exc:  # noqa: BLE001 - fall back to a saved report, else say why
             saved = self.run_dir / "report.md"
             if saved.is_file():
-                self.post_message(TaskDone("report", saved.read_text(encoding="utf-8", errors="replace"),
-                                           error=f"showing saved report.md ({exc})"))
+                self.post_message(
+                    TaskDone(
+                        "report",
+                        saved.read_text(encoding="utf-8", errors="replace"),
+                        error=f"showing saved report.md ({exc})",
+                    )
+                )
             else:
                 self.post_message(TaskDone("report", None, error=str(exc)))
             return

@@ -115,12 +115,21 @@ class TriageScreen(Screen[None]):
             options.add_option(Option(label, id=str(i)))
         if not findings:
             options.add_option(Option("no findings", disabled=True))
-            self.query_one("#triage-advice", Static).update("No findings: nothing in this log matched a "
-                                                            "triage rule.")
+            self.query_one("#triage-advice", Static).update(
+                "No findings: nothing in this log matched a triage rule."
+            )
         options.focus()
         if findings:
-            first = next((i for i, f in enumerate(findings) if primary and f.get("class") == primary.get("class")
-                          and f.get("line") == primary.get("line")), 0)
+            first = next(
+                (
+                    i
+                    for i, f in enumerate(findings)
+                    if primary
+                    and f.get("class") == primary.get("class")
+                    and f.get("line") == primary.get("line")
+                ),
+                0,
+            )
             options.highlighted = first
 
     def _finding(self, index: int | None) -> dict | None:
@@ -149,7 +158,8 @@ class TriageScreen(Screen[None]):
     def _detail(self, finding: dict) -> None:
         result = self.result or {}
         self.query_one("#triage-advice", Static).update(
-            finding_text(finding, result.get("primary"), result.get("framework")))
+            finding_text(finding, result.get("primary"), result.get("framework"))
+        )
         self.query_one("#triage-detail-box", VerticalScroll).scroll_home(animate=False)
 
     def _jump(self, finding: dict) -> None:

@@ -83,8 +83,9 @@ class LogView(Log):
                 if len(ln) <= width:
                     wrapped.append(ln)
                 else:
-                    wrapped.extend(textwrap.wrap(ln, width, drop_whitespace=False,
-                                                 break_on_hyphens=False) or [""])
+                    wrapped.extend(
+                        textwrap.wrap(ln, width, drop_whitespace=False, break_on_hyphens=False) or [""]
+                    )
             return wrapped
         return lines
 

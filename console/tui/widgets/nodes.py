@@ -38,7 +38,9 @@ def gpu_nodes_text(gpu_nodes: dict[str, dict[str, Any]], bar: Bar) -> Text:
             util = dev.get("util")
             text.append(f"    {dev.get('index', '?')} {str(dev.get('name') or '')[:18]:18} ")
             text.append(bar(used, total), style="cyan")
-            text.append(f" {human_bytes(used)}/{human_bytes(total)} util {'n/a' if util is None else f'{util:g}%'}\n")
+            text.append(
+                f" {human_bytes(used)}/{human_bytes(total)} util {'n/a' if util is None else f'{util:g}%'}\n"
+            )
     return text
 
 

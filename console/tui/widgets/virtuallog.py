@@ -47,6 +47,7 @@ class VirtualLogView(ScrollView, can_focus=True):
     VirtualLogView > .virtuallog--gutter { color: $text-muted; }
     """
     COMPONENT_CLASSES = {"virtuallog--target", "virtuallog--gutter"}
+
     def __init__(self, path: Path | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.index: LineIndex | None = None
@@ -114,8 +115,12 @@ class VirtualLogView(ScrollView, can_focus=True):
             line, self._pending_goto = self._pending_goto, None
             self.goto(line)
         elif self.follow and at_end:
-            self.scroll_to(y=max(0, count - self.scrollable_content_region.height), animate=False,
-                           immediate=True, force=True)
+            self.scroll_to(
+                y=max(0, count - self.scrollable_content_region.height),
+                animate=False,
+                immediate=True,
+                force=True,
+            )
         self.refresh()
 
     @property
@@ -174,9 +179,13 @@ class VirtualLogView(ScrollView, can_focus=True):
         base = self.rich_style
         if number == self.target:
             base = base + self.get_component_rich_style("virtuallog--target")
-        gutter = Segment(f"{number:>{gutter_w - 1}} ", base + self.get_component_rich_style("virtuallog--gutter"))
-        segments = [Segment(seg.text, base + seg.style if seg.style else base)
-                    for seg in body.render(self.app.console)]
+        gutter = Segment(
+            f"{number:>{gutter_w - 1}} ", base + self.get_component_rich_style("virtuallog--gutter")
+        )
+        segments = [
+            Segment(seg.text, base + seg.style if seg.style else base)
+            for seg in body.render(self.app.console)
+        ]
         line_w = gutter_w + body.cell_len
         if line_w > self._width:
             self._width = line_w
