@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.monitor.text import clean_line
+from console.monitor.text import RAY_PREFIX_RE, clean_line
 from console.redact import redact_text
 from console.triage import rootcause
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
@@ -66,7 +66,7 @@ _PREFIX_RE = re.compile(
     "|".join(
         f"(?:{p})"
         for p in (
-            r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)\s?",
+            RAY_PREFIX_RE.pattern,
             r"\[(?:default|rank)\d+\]:\s?",
             r"\[\d+\] (?=\[)",
             r"[\w.-]+-\d+\s+\| ",
@@ -515,6 +515,8 @@ class TriageEngine:
             groups = hit.groupdict()
             if m.kind == "progress":
                 step = int(groups["step"])
+                if step < m.min_step:
+                    continue
                 self.step = step if self.step is None else max(self.step, step)
                 if groups.get("total"):
                     self.total = int(groups["total"])
