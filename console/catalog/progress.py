@@ -36,8 +36,9 @@ class ProgressPattern:
 
     def search(self, text: str) -> re.Match[str] | None:
         """The regex's match when one of the literals is in ``text`` (the cheap test first)."""
-        if any(lit in text for lit in self.literals):
-            return self.regex.search(text)
+        for lit in self.literals:  # a loop, not any(<generator>): this runs for every log line
+            if lit in text:
+                return self.regex.search(text)
         return None
 
     def as_marker(self) -> dict[str, Any]:
