@@ -402,6 +402,10 @@ class JobRecorder:
         ended = self.now()
         events: list[Event] = []
 
+        def said(i: int, st: dict[str, Any]) -> None:
+            data = {"status": st["status"], "exit_code": st.get("exit_code"), "reason": st["reason"]}
+            events.append(Event("step_state", self.steps[i]["name"], data))
+
         def change(s: dict[str, Any]) -> None:
             if verdict == "Blocked" and status.phase == "done":
                 # the node died under the last started step: its exit code is not evidence (srun
@@ -417,17 +421,7 @@ class JobRecorder:
                     st["status"] = "cancelled" if verdict in ("Cancelled", "Blocked") else "failed"
                     st["reason"] = reason or f"job {status.state}"
                     st["ended"] = ended
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {
-                                "status": st["status"],
-                                "exit_code": st.get("exit_code"),
-                                "reason": st["reason"],
-                            },
-                        )
-                    )
+                    said(i, st)
                 elif (
                     verdict == "Cancelled"
                     and st.get("status") == "failed"
@@ -436,23 +430,11 @@ class JobRecorder:
                     # killed by the cancel, or its srun was refused mid-launch by the cancel
                     st["status"] = "cancelled"
                     st["reason"] = reason or "cancelled"
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {"status": "cancelled", "exit_code": st.get("exit_code"), "reason": st["reason"]},
-                        )
-                    )
+                    said(i, st)
                 elif st.get("status") == "pending":
                     st["status"] = "cancelled" if verdict == "Cancelled" else "skipped"
                     st["reason"] = f"not run: job {status.state}"
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {"status": st["status"], "exit_code": None, "reason": st["reason"]},
-                        )
-                    )
+                    said(i, {**st, "exit_code": None})
 
         update_state(self.run_dir, change)
         return events

@@ -332,36 +332,23 @@ class NodeSampler:
         source: str,
         queried: list[str],
     ) -> Event | None:
+        why = None
         if devices:
             self._gpu_said.pop(node, None)
-            return Event(
-                "gpu",
-                None,
-                {
-                    "node": node,
-                    "available": True,
-                    "reason": None,
-                    "devices": devices,
-                    "source": source,
-                    "queried": queried,
-                },
-            )
-        why = reason or "no GPU reported"
-        if self._gpu_said.get(node) == why:
-            return None
-        self._gpu_said[node] = why
-        return Event(
-            "gpu",
-            None,
-            {
-                "node": node,
-                "available": False,
-                "reason": why,
-                "devices": [],
-                "source": source,
-                "queried": queried,
-            },
-        )
+        else:
+            why = reason or "no GPU reported"
+            if self._gpu_said.get(node) == why:
+                return None
+            self._gpu_said[node] = why
+        data = {
+            "node": node,
+            "available": bool(devices),
+            "reason": why,
+            "devices": devices or [],
+            "source": source,
+            "queried": queried,
+        }
+        return Event("gpu", None, data)
 
     def aim(self, job_id: str | None, num_nodes: int = 1, nodes: Sequence[str] = ()) -> None:
         """Sample this job's nodes from now on (``job_id=None``: pause)."""
