@@ -170,13 +170,8 @@ def group_is_runs(pgid: int, create_time: float | None, marker: str) -> bool:
     except psutil.Error:
         pass
     want = f"{RUN_ID_ENV}={marker}"
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            if os.getpgid(proc.pid) != pgid:
-                continue
-            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
-                if want.encode() in fh.read().split(b"\0"):
-                    return True
-        except (OSError, psutil.Error):
-            continue
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pgid and has_marker(pid, want):
+                return True
     return False
