@@ -637,16 +637,29 @@ class TriageEngine:
             tb.classified = True
 
     def _exception_finding(
-        self, etype: str, inner: str | None, msg: str, lineno: int, text: str, frames: list[str] | None = None
+        self,
+        etype: str,
+        inner: str | None,
+        msg: str,
+        lineno: int,
+        text: str,
+        frames: list[str] | None = None,
+        stage: str = "all",
     ) -> Finding | None:
-        """A finding named by the exception's type (the wrapped type for Ray wrappers), or None."""
+        """A finding named by the exception's type (the wrapped type for Ray wrappers), or None.
+        ``stage``: "early" skips the entries that yield to frame rules (``after_frames``), "late" tries
+        only those, "all" both (an exception line with no frames)."""
         types = [inner, etype] if inner else [etype]
         for t in types:
             if t is None:
                 continue
             if t.rsplit(".", 1)[-1] in ("ModuleNotFoundError", "ImportError"):
+                if stage == "late":
+                    return None
                 return self._import_decision(msg, text, lineno, frames or [], t, in_worker=inner is not None)
             for er in self.cat.exceptions:
+                if (stage == "early" and er.after_frames) or (stage == "late" and not er.after_frames):
+                    continue
                 if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
                     return self._exc_rule_finding(er, lineno, text)
         return None
@@ -679,6 +692,7 @@ class TriageEngine:
             file=self.source,
             tier=er.tier if er.tier is not None else info.tier,
             confidence=er.confidence,
+            also=list(er.also),
         )
 
     def _import_finding(self, prefix: str, body: str, lineno: int, tb: _Traceback | None) -> Finding | None:
@@ -749,7 +763,7 @@ class TriageEngine:
             exc = _EXC_RE.match(tb.exc_text or "")
             etype = exc.group("type") if exc else ""
             msg = (exc.group("msg") or "") if exc else ""
-            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames)
+            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="early")
             if f is not None:
                 f.lines = lines
                 return f
@@ -766,10 +780,25 @@ class TriageEngine:
             )
         frames = "\n".join([tb.exc_text or "", *tb.frames] if tb.wrapper else tb.frames)
         for fr in self.cat.frame_rules:
-            if fr.regex.search(frames):
+            if fr.unterminated and (tb.exc_text is not None or self.root_exception is not None):
+                continue  # a guess from a cut traceback, never over an exception already seen
+            if fr.regex.search("\n".join(tb.frames[-fr.last :]) if fr.last else frames):
                 return Finding(
-                    fr.cls, fr.verdict, line, evidence, fr.id, file=self.source, confidence=0.6, lines=lines
+                    fr.cls,
+                    fr.verdict,
+                    line,
+                    evidence,
+                    fr.id,
+                    file=self.source,
+                    tier=fr.tier,
+                    confidence=fr.confidence,
+                    lines=lines,
                 )
+        if tb.exc_text is not None or tb.wrapper:
+            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="late")
+            if f is not None:
+                f.lines = lines
+                return f
         if tb.chained:
             prev = self._last_closed.get(prefix)
             if prev is not None and prev is not tb and prev.classified:
