@@ -32,6 +32,9 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
+# glog-style error/fatal levels of the C++ parts: PyTorch c10 "[E704 13:48:58.26 file.cpp:12]" / "[F file.cpp:12]",
+# Ray's "[2024-05-01 10:00:00,000 E 1234 5678]"
+GLOG_LEVEL_LITERALS = ("[E ", "[E0", "[E1", "[F ", "[F0", "[F1", " E ", " F ")
 STRUCTURE_LITERALS = (
     TRACEBACK_START,
     FRAME_LITERAL,
@@ -40,6 +43,7 @@ STRUCTURE_LITERALS = (
     "FATAL",
     "CRITICAL",
     "Check failed",
+    *GLOG_LEVEL_LITERALS,
     *CHAIN_LITERALS,
     *EXCEPTION_LITERALS,
     *IMPORT_LITERALS,
@@ -78,8 +82,11 @@ _PREFIX_RE = re.compile(
 )
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 # An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
-ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
-_ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
+ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed", *GLOG_LEVEL_LITERALS)
+_ERROR_LEVEL_RE = re.compile(
+    r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b"
+    r"|\[[EF](?:\d{4} [\d:.]+)? [\w./-]+:\d+\]|^\[\d{4}-\d\d-\d\d [\d:,.]+ [EF] \d+ \d+\]"
+)
 _METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 # Words a line must hold for the exception-line regex (_EXC_RE) or the pytest frame form of _FRAME_RE to match:
