@@ -34,7 +34,7 @@ EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
 # glog-style error/fatal levels of the C++ parts: PyTorch c10 "[E704 13:48:58.26 file.cpp:12]" / "[F file.cpp:12]",
 # Ray's "[2024-05-01 10:00:00,000 E 1234 5678]"
-GLOG_LEVEL_LITERALS = ("[E ", "[E0", "[E1", "[F ", "[F0", "[F1", " E ", " F ")
+GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ")
 STRUCTURE_LITERALS = (
     TRACEBACK_START,
     FRAME_LITERAL,
@@ -61,7 +61,7 @@ _BLOCKING_RE = re.compile(
     r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
 )
 _EXC_RE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure))"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
@@ -85,7 +85,7 @@ _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed", *GLOG_LEVEL_LITERALS)
 _ERROR_LEVEL_RE = re.compile(
     r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b"
-    r"|\[[EF](?:\d{4} [\d:.]+)? [\w./-]+:\d+\]|^\[\d{4}-\d\d-\d\d [\d:,.]+ [EF] \d+ \d+\]"
+    r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|^\[\d{4}-\d\d-\d\d [\d:,.]+ [EF] \d+ \d+\]"
 )
 _METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
@@ -770,6 +770,8 @@ class TriageEngine:
             exc = _EXC_RE.match(tb.exc_text or "")
             etype = exc.group("type") if exc else ""
             msg = (exc.group("msg") or "") if exc else ""
+            if not msg and etype.endswith("AssertionError") and tb.sources and tb.sources[-1]:
+                msg = tb.sources[-1]  # a bare `assert`: the asserted statement is the message
             f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="early")
             if f is not None:
                 f.lines = lines
