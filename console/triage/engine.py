@@ -32,6 +32,9 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
+# glog-style error/fatal levels of the C++ parts: PyTorch c10 "[E704 13:48:58.26 file.cpp:12]" / "[F file.cpp:12]",
+# Ray's "[2024-05-01 10:00:00,000 E 1234 5678]"
+GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ")
 STRUCTURE_LITERALS = (
     TRACEBACK_START,
     FRAME_LITERAL,
@@ -40,6 +43,7 @@ STRUCTURE_LITERALS = (
     "FATAL",
     "CRITICAL",
     "Check failed",
+    *GLOG_LEVEL_LITERALS,
     *CHAIN_LITERALS,
     *EXCEPTION_LITERALS,
     *IMPORT_LITERALS,
@@ -57,7 +61,7 @@ _BLOCKING_RE = re.compile(
     r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
 )
 _EXC_RE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure))"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
@@ -78,8 +82,11 @@ _PREFIX_RE = re.compile(
 )
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 # An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
-ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
-_ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
+ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed", *GLOG_LEVEL_LITERALS)
+_ERROR_LEVEL_RE = re.compile(
+    r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b"
+    r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|^\[\d{4}-\d\d-\d\d [\d:,.]+ [EF] \d+ \d+\]"
+)
 _METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 # Words a line must hold for the exception-line regex (_EXC_RE) or the pytest frame form of _FRAME_RE to match:
@@ -639,16 +646,29 @@ class TriageEngine:
             tb.classified = True
 
     def _exception_finding(
-        self, etype: str, inner: str | None, msg: str, lineno: int, text: str, frames: list[str] | None = None
+        self,
+        etype: str,
+        inner: str | None,
+        msg: str,
+        lineno: int,
+        text: str,
+        frames: list[str] | None = None,
+        stage: str = "all",
     ) -> Finding | None:
-        """A finding named by the exception's type (the wrapped type for Ray wrappers), or None."""
+        """A finding named by the exception's type (the wrapped type for Ray wrappers), or None.
+        ``stage``: "early" skips the entries that yield to frame rules (``after_frames``), "late" tries
+        only those, "all" both (an exception line with no frames)."""
         types = [inner, etype] if inner else [etype]
         for t in types:
             if t is None:
                 continue
             if t.rsplit(".", 1)[-1] in ("ModuleNotFoundError", "ImportError"):
+                if stage == "late":
+                    return None
                 return self._import_decision(msg, text, lineno, frames or [], t, in_worker=inner is not None)
             for er in self.cat.exceptions:
+                if (stage == "early" and er.after_frames) or (stage == "late" and not er.after_frames):
+                    continue
                 if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
                     return self._exc_rule_finding(er, lineno, text)
         return None
@@ -681,6 +701,7 @@ class TriageEngine:
             file=self.source,
             tier=er.tier if er.tier is not None else info.tier,
             confidence=er.confidence,
+            also=list(er.also),
         )
 
     def _import_finding(self, prefix: str, body: str, lineno: int, tb: _Traceback | None) -> Finding | None:
@@ -751,7 +772,9 @@ class TriageEngine:
             exc = _EXC_RE.match(tb.exc_text or "")
             etype = exc.group("type") if exc else ""
             msg = (exc.group("msg") or "") if exc else ""
-            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames)
+            if not msg and etype.endswith("AssertionError") and tb.sources and tb.sources[-1]:
+                msg = tb.sources[-1]  # a bare `assert`: the asserted statement is the message
+            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="early")
             if f is not None:
                 f.lines = lines
                 return f
@@ -768,10 +791,25 @@ class TriageEngine:
             )
         frames = "\n".join([tb.exc_text or "", *tb.frames] if tb.wrapper else tb.frames)
         for fr in self.cat.frame_rules:
-            if fr.regex.search(frames):
+            if fr.unterminated and (tb.exc_text is not None or self.root_exception is not None):
+                continue  # a guess from a cut traceback, never over an exception already seen
+            if fr.regex.search("\n".join(tb.frames[-fr.last :]) if fr.last else frames):
                 return Finding(
-                    fr.cls, fr.verdict, line, evidence, fr.id, file=self.source, confidence=0.6, lines=lines
+                    fr.cls,
+                    fr.verdict,
+                    line,
+                    evidence,
+                    fr.id,
+                    file=self.source,
+                    tier=fr.tier,
+                    confidence=fr.confidence,
+                    lines=lines,
                 )
+        if tb.exc_text is not None or tb.wrapper:
+            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="late")
+            if f is not None:
+                f.lines = lines
+                return f
         if tb.chained:
             prev = self._last_closed.get(prefix)
             if prev is not None and prev is not tb and prev.classified:
