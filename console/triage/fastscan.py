@@ -323,13 +323,6 @@ class FastFileScanner:
         else:
             self.engine.skip_to(lineno)
 
-    def _candidate(self, lineno: int, raw: bytes) -> None:
-        self.candidates += 1
-        text = line_text(raw)
-        if self.gate.needs_feed(text_for_gate(text)):
-            self.fed += 1
-            self.engine.feed(lineno, text)
-
     def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool]]:
         """(start, end, number, sure) of the lines of ``buf[:end]`` that may matter, in order; ``sure``:
         it holds a literal feed() acts on (else ``needs_feed`` decides)."""
@@ -342,39 +335,46 @@ class FastFileScanner:
         out: list[tuple[int, int, int, bool]] = []
         keyed: list[tuple[int, int, int, bool]] = []
         keyed_lits: list[list[str]] = []
-        pos, lineno, i, nh = 0, self.lineno, 0, len(hits)
-        while i < nh:
-            hit = hits[i][1]
-            if hit < pos:
-                i += 1
-                continue
-            start = buf.rfind(b"\n", pos, hit) + 1
-            if start > pos:
-                lineno += buf.count(b"\n", pos, start)
-            else:
-                start = pos
-            nl = buf.find(b"\n", hit, end)
-            lits: list[str] = []
-            sure = maybe = False
-            while i < nh:
-                idx, h, _ = hits[i]
-                if h >= nl:
-                    break
-                i += 1
+        rfind, find, count = buf.rfind, buf.find, buf.count
+        pos, lineno, nl = 0, self.lineno, -1  # nl: the end of the line being read (its newline)
+        start = 0
+        sure = maybe = False
+        lits: list[str] = []
+        for idx, hit, _ in hits:
+            if hit < nl:  # another hit in the same line
+                if sure:
+                    continue
                 kind = kinds[idx] if idx >= 0 else None
                 if kind is True:
                     sure = True
-                    break
-                if kind is None:
+                elif kind is None:
                     maybe = True
                 else:
                     lits.append(kind)
+                continue
+            if nl >= 0:  # the line before is complete
+                if sure or maybe:
+                    out.append((start, nl, lineno, sure))
+                else:
+                    keyed.append((start, nl, lineno, False))
+                    keyed_lits.append(lits)
+                pos, lineno = nl + 1, lineno + 1
+            start = rfind(b"\n", pos, hit) + 1
+            if start > pos:
+                lineno += count(b"\n", pos, start)
+            else:
+                start = pos
+            nl = find(b"\n", hit, end)
+            kind = kinds[idx] if idx >= 0 else None
+            sure = kind is True
+            maybe = kind is None
+            lits = [] if sure or maybe else [kind]
+        if nl >= 0:
             if sure or maybe:
                 out.append((start, nl, lineno, sure))
             else:
                 keyed.append((start, nl, lineno, False))
                 keyed_lits.append(lits)
-            pos, lineno = nl + 1, lineno + 1
         if keyed:
             cap = LINE_CAP
             found = self.gate.batch_keys(
@@ -390,35 +390,52 @@ class FastFileScanner:
         first = self.lineno
         lines = self._lines(buf, end)
         engine = self.engine
+        feed, needs_feed, cap = engine.feed, self.gate.needs_feed, LINE_CAP
         pos, lineno, ci, nc = 0, first, 0, len(lines)
-        busy = engine.wants_more
-        detecting = engine.detects_at(lineno)
         while pos < end:
-            if detecting and not engine.detects_at(lineno):
-                detecting = False
-                engine.skip_to(lineno)  # past the detection window: as feed() would note it
-            if busy or detecting:
-                nl = buf.find(b"\n", pos, end)
-                self._feed(
-                    lineno, buf[pos : pos + LINE_CAP] if nl - pos > LINE_CAP else buf[pos:nl], detecting
-                )
-                pos, lineno = nl + 1, lineno + 1
-                busy = engine.wants_more
+            if engine.wants_more or engine.detects_at(lineno):
+                # line by line while a traceback is open or the framework is being detected
+                detecting = engine.detects_at(lineno)
+                while pos < end:
+                    if detecting and not engine.detects_at(lineno):
+                        detecting = False
+                        engine.skip_to(lineno)  # past the detection window: as feed() would note it
+                    if not (detecting or engine.wants_more):
+                        break
+                    nl = buf.find(b"\n", pos, end)
+                    self._feed(lineno, buf[pos : pos + cap] if nl - pos > cap else buf[pos:nl], detecting)
+                    pos, lineno = nl + 1, lineno + 1
                 continue
+            # the lines that may matter, until one opens a traceback
             while ci < nc and lines[ci][0] < pos:
                 ci += 1
             if ci >= nc:
                 break
-            start, nl, lineno, sure = lines[ci]
-            ci += 1
-            raw = buf[start : start + LINE_CAP] if nl - start > LINE_CAP else buf[start:nl]
-            if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
-                self.fed += 1
-                engine.feed(lineno, line_text(raw))
-            else:
-                self._candidate(lineno, raw)
-            busy = engine.wants_more
+            busy = False
+            for ci in range(ci, nc):  # noqa: B020 (ci: where this loop stopped)
+                start, nl, lineno, sure = lines[ci]
+                raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
+                if raw[-1:] == b"\r":
+                    raw = raw[:-1]
+                if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
+                    text = clean_line(raw)
+                else:
+                    text = raw.decode("utf-8", errors="replace")
+                if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
+                    self.fed += 1
+                    feed(lineno, text)
+                else:
+                    self.candidates += 1
+                    if needs_feed(text_for_gate(text)):
+                        self.fed += 1
+                        feed(lineno, text)
+                if engine.wants_more:
+                    busy = True
+                    break
             pos, lineno = nl + 1, lineno + 1
+            if not busy:
+                break
+            ci += 1
         self.lineno = first + buf.count(b"\n", 0, end)
 
     def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:
