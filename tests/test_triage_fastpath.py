@@ -248,19 +248,34 @@ def test_live_gated_feed_publishes_the_same_findings() -> None:
     assert gated.skipped > 2 * gated.fed  # (the random tail is dense in literals)
 
 
+def _with_repeats(lines: list[str], rnd: random.Random) -> list[str]:
+    """``lines`` with earlier lines printed again here and there (a warning every step)."""
+    out: list[str] = []
+    for line in lines:
+        out.append(line)
+        if out and rnd.random() < 0.2:
+            out.append(rnd.choice(out[-400:]))
+    return out
+
+
 def test_marker_and_metric_only_lines_same_as_the_whole_feed() -> None:
-    """feed()'s cheap path for lines whose literals only select markers or metrics (no traceback open)
-    against the whole of feed() on every line: fixtures, corpus, an RL-shaped log, a random log."""
+    """feed()'s cheap paths (lines whose literals only select markers or metrics with no traceback open,
+    repeated rule-only lines counted from memory, metric lines read from a learned shape) against the
+    whole of feed() on every line: fixtures, corpus, an RL-shaped log, a random log, all with repeats."""
     rl_log = _rl_log_module()
     data = b"".join(rl_log.rl_chunks(300_000, seed=5, failure="nan", fail_at=0.7))
     data += _random_log(random.Random(4), 800)
     sources = [p.read_text(errors="replace").splitlines() for p in sorted(FIXTURES.rglob("*.log"))]
     sources += [ex.splitlines() for _, ex in _corpus_cases()]
     sources.append(data.decode(errors="replace").split("\n"))
-    cheap_lines = 0
+    rnd = random.Random(8)
+    sources += [_with_repeats(lines, rnd) for lines in sources]
+    cheap_lines = repeats = 0
     for lines in sources:
         cheap, whole = TriageEngine("unknown"), TriageEngine("unknown")
         whole._light_literals = frozenset()  # never the cheap path
+        whole._rule_only = frozenset()  # no line remembered
+        whole._metrics.learn = False  # _PAIR on every metric line
         calls = 0
 
         def count(lineno: int, text: str, present: set[str], _f: Any = cheap._feed_markers_only) -> Any:
@@ -272,8 +287,12 @@ def test_marker_and_metric_only_lines_same_as_the_whole_feed() -> None:
         for lineno, text in enumerate(lines, 1):
             assert cheap.feed(lineno, text) == whole.feed(lineno, text), (lineno, text)
         assert cheap.result(1) == whole.result(1)
+        assert cheap.result() == whole.result()
         cheap_lines += calls
+        repeats += len(cheap._repeats)
+        assert not whole._repeats and not whole._metrics.shapes
     assert cheap_lines > 100  # the cheap path was taken (progress bars, banners, verl step lines)
+    assert repeats > 50  # lines were remembered
 
 
 # ---------------------------------------------------------------------------------------- the pieces

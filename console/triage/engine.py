@@ -90,6 +90,7 @@ REPEAT_MAX_LEN = 1024  # longer lines are not remembered
 EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure")
 PYTEST_FRAME_LITERAL = ": in "
 _EXCEPTION_WORD_RE = re.compile("|".join(EXCEPTION_WORDS))  # any(w in text for w in EXCEPTION_WORDS), faster
+_EXCEPTION_WORD_SET = frozenset(EXCEPTION_WORDS)
 
 
 def _line_automaton(literals: list[str]) -> Any:
@@ -193,7 +194,9 @@ class TriageEngine:
         self._markers_of = {lit: tuple(sorted(set(ix))) for lit, ix in self._markers_by_lit.items()}
         self.literals = literals  # every literal feed() looks for (see literal_roles)
         self._light_literals = self._markers_and_metrics_only()
-        self._line_ac = _line_automaton(literals)
+        # the literals and the exception words in one automaton (see _present_words)
+        self._line_ac = _line_automaton(sorted({*literals, *EXCEPTION_WORDS}))
+        self._literal_set = frozenset(literals)
         self._rule_only = self.literal_roles()["rule"]
         self._repeats: dict[str, tuple[str, Rule | None]] = {}  # text -> (framework, the rule it matched)
         self._findings: dict[tuple[str, str], Finding] = {}
@@ -244,14 +247,14 @@ class TriageEngine:
         busy = bool(self._tbs or self._chain_pending or self._noise_pending)
         if not busy and text in self._repeats and self._repeated_line(lineno, text):
             return []
-        present = self._present(text)
+        present, exc_word = self._present_words(text)
         if not busy and (not present or present <= _METRIC_SET):
             if self._detect:
                 self._detect_framework(text)
             if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
                 return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
-        if not busy and present <= self._light_literals and _EXCEPTION_WORD_RE.search(text) is None:
+        if not busy and present <= self._light_literals and not exc_word:
             return self._feed_markers_only(lineno, text, present)
         count = 1
         if "[repeated" in text:
@@ -269,7 +272,7 @@ class TriageEngine:
             and len(text) <= REPEAT_MAX_LEN
             and present <= self._rule_only
             and count == 1
-            and _EXCEPTION_WORD_RE.search(text) is None
+            and not exc_word
             and PYTEST_FRAME_LITERAL not in text
         )
         prefix, body = split_prefix(text)
@@ -474,6 +477,27 @@ class TriageEngine:
         others = set(STRUCTURE_LITERALS) - _METRIC_SET
         return frozenset((marker_lits | _METRIC_SET) - rule_lits - others - {"[repeated"})
 
+    @property
+    def light_literals(self) -> frozenset[str]:
+        """The literals that select markers or the metric watcher and nothing else (see feed_light)."""
+        return self._light_literals
+
+    def feed_light(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+        """``feed(lineno, text)`` for a line a scanner has read: ``text`` holds no ESC or CR, ``present`` is
+        exactly the set of ``self.literals`` in it, all of them in ``light_literals``, and it holds none of
+        EXCEPTION_WORDS. Such a line is never a remembered repeat (those hold rule-only literals)."""
+        if self._tbs or self._chain_pending or self._noise_pending:
+            return self.feed(lineno, text)
+        if lineno > self.last_line:
+            self.last_line = lineno
+        if self._detect and lineno > DETECT_LINES:
+            self._detect = False
+        if present <= _METRIC_SET:
+            if self._detect:
+                self._detect_framework(text)
+            return [f.to_dict() for f in self._metric_findings(lineno, text)]
+        return self._feed_markers_only(lineno, text, present)
+
     def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
         """feed() for a line whose literals are all in ``_light_literals`` and that holds no
         EXCEPTION_WORDS, with no traceback open: the same state changes, in the same order."""
@@ -531,10 +555,19 @@ class TriageEngine:
                     self._detect = False
                 return
 
+    def _present_words(self, text: str) -> tuple[set[str], bool]:
+        """(the catalog literals occurring in ``text``, whether one of EXCEPTION_WORDS does)."""
+        if self._line_ac is None:
+            return self._present(text), _EXCEPTION_WORD_RE.search(text) is not None
+        found = set(self._line_ac.find_matches_as_strings(text, overlapping=True))
+        if found.isdisjoint(_EXCEPTION_WORD_SET):
+            return found, False
+        return found & self._literal_set, True
+
     def _present(self, text: str) -> set[str]:
         """The catalog literals occurring in ``text`` (Aho-Corasick when available)."""
         if self._line_ac is not None:
-            return set(self._line_ac.find_matches_as_strings(text, overlapping=True))
+            return self._present_words(text)[0]
         if not self._prefilter.search(text):
             return set()
         return {

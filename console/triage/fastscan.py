@@ -181,6 +181,9 @@ class LineGate:
         # rule-only literal; None for anything else (an ANSI-split prefix, a guard word, an unkeyed rule
         # literal: needs_feed decides)
         kinds = [True if p in sure else keyed.get(p) for p in allp or ()]
+        # the literal of each pattern that only selects markers or the metric watcher (engine.feed_light)
+        light = {lit.encode(): lit for lit in self.engine.light_literals}
+        self.hit_lights = [light.get(p) for p in allp or ()]
         return find, kinds, name
 
     def chunk_literals(self) -> list[str]:
@@ -310,6 +313,9 @@ class FastFileScanner:
         self.engine = engine
         self.gate = gate
         self.find, self.kinds, _ = finder or gate.hit_finder()
+        lights = getattr(gate, "hit_lights", [])
+        self.lights: list[str | None] = lights if len(lights) == len(self.kinds) else [None] * len(self.kinds)
+        self.inert = [lit.encode() for lit in gate.roles["inert"]]
         self.lineno = 1  # number of the line starting at the current chunk's offset 0
         self.fed = 0
         self.candidates = 0
@@ -323,40 +329,50 @@ class FastFileScanner:
         else:
             self.engine.skip_to(lineno)
 
-    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool]]:
-        """(start, end, number, sure) of the lines of ``buf[:end]`` that may matter, in order; ``sure``:
-        it holds a literal feed() acts on (else ``needs_feed`` decides)."""
+    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool, list[str] | None]]:
+        """(start, end, number, sure, light) of the lines of ``buf[:end]`` that may matter, in order;
+        ``sure``: it holds a literal feed() acts on (else ``needs_feed`` decides); ``light``: the literals
+        found in it when they all only select markers or metrics (else None)."""
         hits = self.find(memoryview(buf)[:end] if end < len(buf) else buf)
         if buf.find(b"\x00", 0, end) >= 0:  # removing NULs can join a literal: those lines are candidates
             hits = sorted(
                 [*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))], key=lambda h: h[1]
             )
-        kinds = self.kinds
-        out: list[tuple[int, int, int, bool]] = []
-        keyed: list[tuple[int, int, int, bool]] = []
+        kinds, lights = self.kinds, self.lights
+        out: list[tuple[int, int, int, bool, list[str] | None]] = []
+        keyed: list[tuple[int, int, int, bool, list[str] | None]] = []
         keyed_lits: list[list[str]] = []
         rfind, find, count = buf.rfind, buf.find, buf.count
         pos, lineno, nl = 0, self.lineno, -1  # nl: the end of the line being read (its newline)
         start = 0
         sure = maybe = False
         lits: list[str] = []
+        light: list[str] | None = None
         for idx, hit, _ in hits:
             if hit < nl:  # another hit in the same line
-                if sure:
+                if sure and light is None:
                     continue
                 kind = kinds[idx] if idx >= 0 else None
                 if kind is True:
                     sure = True
-                elif kind is None:
+                    if light is not None:
+                        lit = lights[idx]
+                        if lit is None:
+                            light = None
+                        else:
+                            light.append(lit)
+                    continue
+                light = None
+                if kind is None:
                     maybe = True
                 else:
                     lits.append(kind)
                 continue
             if nl >= 0:  # the line before is complete
                 if sure or maybe:
-                    out.append((start, nl, lineno, sure))
+                    out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
                 else:
-                    keyed.append((start, nl, lineno, False))
+                    keyed.append((start, nl, lineno, False, None))
                     keyed_lits.append(lits)
                 pos, lineno = nl + 1, lineno + 1
             start = rfind(b"\n", pos, hit) + 1
@@ -369,16 +385,20 @@ class FastFileScanner:
             sure = kind is True
             maybe = kind is None
             lits = [] if sure or maybe else [kind]
+            light = None
+            if sure:
+                lit = lights[idx]
+                light = None if lit is None else [lit]
         if nl >= 0:
             if sure or maybe:
-                out.append((start, nl, lineno, sure))
+                out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
             else:
-                keyed.append((start, nl, lineno, False))
+                keyed.append((start, nl, lineno, False, None))
                 keyed_lits.append(lits)
         if keyed:
             cap = LINE_CAP
             found = self.gate.batch_keys(
-                [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _ in keyed], keyed_lits
+                [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _, _ in keyed], keyed_lits
             )
             if found:
                 out = sorted(out + [keyed[j] for j in found])
@@ -390,7 +410,13 @@ class FastFileScanner:
         first = self.lineno
         lines = self._lines(buf, end)
         engine = self.engine
-        feed, needs_feed, cap = engine.feed, self.gate.needs_feed, LINE_CAP
+        feed, feed_light, needs_feed, cap, inert = (
+            engine.feed,
+            engine.feed_light,
+            self.gate.needs_feed,
+            LINE_CAP,
+            self.inert,
+        )
         pos, lineno, ci, nc = 0, first, 0, len(lines)
         while pos < end:
             if engine.wants_more or engine.detects_at(lineno):
@@ -413,7 +439,7 @@ class FastFileScanner:
                 break
             busy = False
             for ci in range(ci, nc):  # noqa: B020 (ci: where this loop stopped)
-                start, nl, lineno, sure = lines[ci]
+                start, nl, lineno, sure, light = lines[ci]
                 raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
                 if raw[-1:] == b"\r":
                     raw = raw[:-1]
@@ -421,6 +447,18 @@ class FastFileScanner:
                     text = clean_line(raw)
                 else:
                     text = raw.decode("utf-8", errors="replace")
+                    if light is not None and "\ufffd" not in text:
+                        # the literals found are exactly those in the text, unless an inert one is there too
+                        for lit in inert:
+                            if lit in raw:
+                                break
+                        else:
+                            self.fed += 1
+                            feed_light(lineno, text, set(light))
+                            if engine.wants_more:
+                                busy = True
+                                break
+                            continue
                 if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
                     self.fed += 1
                     feed(lineno, text)

@@ -119,8 +119,18 @@ def _shape_of(body: str, read: list[tuple[str, tuple[int, int]]]) -> _Shape | No
     step = _template(body, runs, *m.span(1)) if m else None
     if m and step is None:
         return None
+    # only the runs read are groups, numbered in order
+    used = sorted({g for _, _, gs in plan for g in gs} | set(step[1] if step else ()))
+    number = {g: i + 1 for i, g in enumerate(used)}
+    plan = [(kind, t, tuple(number[g] for g in gs)) for kind, t, gs in plan]
+    if step is not None:
+        step = (step[0], tuple(number[g] for g in step[1]))
     texts = _RUN.split(body)
-    return _Shape(re.compile("([0-9]+)".join(re.escape(t) for t in texts)), step, tuple(plan))
+    rx = "".join(
+        re.escape(t) + ("" if i == len(runs) else "([0-9]+)" if i + 1 in number else "[0-9]+")
+        for i, t in enumerate(texts)
+    )
+    return _Shape(re.compile(rx), step, tuple(plan))
 
 
 def _fill(template: str, groups: tuple[int, ...], m: re.Match[str]) -> str:
@@ -142,13 +152,15 @@ class MetricWatch:
     reward_before: deque[float] = field(default_factory=lambda: deque(maxlen=COLLAPSE_WINDOW))
     found: set[str] = field(default_factory=set)
     shapes: list[_Shape] = field(default_factory=list)
+    learn: bool = True  # False: _PAIR on every line (the reference the shapes are tested against)
     _once: set[str] = field(default_factory=set)
 
     def read(self, body: str) -> tuple[int | None, list[tuple[str, str]]]:
         """The step number in ``body`` (when it has a pair) and the (kind, value text) of the first pair of
         each kind _PAIR reads in it, in order."""
         n = len(body)
-        if SHAPE_MIN_LEN <= n <= SHAPE_MAX_LEN:
+        learn = self.learn and SHAPE_MIN_LEN <= n <= SHAPE_MAX_LEN
+        if learn:
             shapes = self.shapes
             for i, sh in enumerate(shapes):
                 m = sh.rx.fullmatch(body)
@@ -169,7 +181,7 @@ class MetricWatch:
             read.append((kind, m.span("val")))
             if len(out) == 2:  # both kinds read: later pairs would be skipped (saves scanning the rest)
                 break
-        if SHAPE_MIN_LEN <= n <= SHAPE_MAX_LEN:
+        if learn:
             self._learn(body, read)
         return (find_step(body) if out else None), out
 
