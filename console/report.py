@@ -11,14 +11,13 @@ A finished run's verdict is the one recorded at its end (``triage.json``, the sa
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from console.fileio import read_json, write_text_atomic
 from console.redact import redact_obj, redact_text
+from console.rundir.state import read_state
 from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
@@ -165,15 +164,22 @@ def _rerun_line(extra: dict[str, Any]) -> str:
     )
 
 
+def _state(run_dir: Path) -> dict[str, Any]:
+    """``state.json`` as it is (callers settle a run whose supervisor is lost before they ask for
+    its report: ``console.runs.recover.current_state``); {} when unreadable."""
+    try:
+        return read_state(run_dir)
+    except (OSError, ValueError):
+        return {}
+
+
 RECORDED_KEYS = ("verdict", "deliverables", "limitations", "follow_ups", "steps", "framework")
 
 
 def recorded_verdict(run_dir: Path) -> dict[str, Any] | None:
     """The verdict recorded at the run's end (``triage.json``), or None while the run is live or
     when the run predates recorded verdicts."""
-    from console.runs.recover import read_current_state
-
-    state = read_current_state(run_dir) or {}
+    state = _state(run_dir)
     if state.get("status") not in ("passed", "failed", "blocked", "cancelled"):
         return None
     triage = read_json(run_dir / "triage.json", None)
@@ -193,9 +199,7 @@ def render_json(
     v = verdict if verdict is not None else (None if recompute else recorded_verdict(run_dir))
     if v is None:
         v = run_verdict(run_dir)
-        from console.runs.recover import read_current_state
-
-        state = read_current_state(run_dir) or {}
+        state = _state(run_dir)
         if state.get("status") in ("passed", "failed", "blocked", "cancelled") and state.get("verdict"):
             v["verdict"] = state["verdict"]
     spec = read_json(run_dir / "spec.json", {}) or {}
@@ -317,21 +321,3 @@ def write_report(run_dir: Path, data: dict[str, Any] | None = None) -> tuple[Pat
     for path, text in ((md, render_markdown(run_dir, data)), (js, json.dumps(data, indent=2) + "\n")):
         write_text_atomic(path, text)
     return md, js
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    """``rl-console report RUN [--format md|json] [--recompute]``."""
-    from console.runs.store import RunStore
-    from console.spec import default_runs_dir
-
-    run_dir = RunStore(Path(args.runs_dir or default_runs_dir()).expanduser()).resolve(args.run)
-    data = render_json(run_dir, recompute=bool(getattr(args, "recompute", False)))
-    if args.format == "json":
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        sys.stdout.write(render_markdown(run_dir, data))
-    try:
-        write_report(run_dir, data)
-    except OSError as exc:
-        print(f"rl-console report: warning: could not write report files: {exc}", file=sys.stderr)
-    return 0

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import psutil
 
+from console.rundir.state import read_state
 from console.runs.cancel import cancel_run
 from console.runs.launch import start_run
-from console.runs.state import read_state
 from console.spec import RunSpec
 
 

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from slurm_cluster import SlurmCluster, skip_reason  # noqa: E402
 
+from console.rundir.state import initial_state, update_state, write_json_atomic, write_state  # noqa: E402
 from console.runs.slurm import backend  # noqa: E402
 from console.runs.slurm.script import render  # noqa: E402
-from console.runs.state import initial_state, update_state, write_json_atomic, write_state  # noqa: E402
 from console.spec import RunSpec  # noqa: E402
 
 
@@ -59,8 +59,8 @@ def first_progress(root: Path, jobs: int) -> tuple[list[float], list[float], lis
     submission to the first ``progress`` event in events.jsonl; and, for Slurm, from the moment the
     banner was printed to its progress event (median over the banners: the follower's log latency)."""
     from console.events import iter_events
+    from console.rundir.state import is_finished, read_state
     from console.runs.launch import start_run
-    from console.runs.state import is_finished, read_state
 
     first_slurm: list[float] = []
     first_local: list[float] = []

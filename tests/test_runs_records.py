@@ -21,10 +21,10 @@ import psutil
 import pytest
 from runs_support import PY, ROOT, cli, reap_runs, step, wait_finished, wait_for
 
+from console.rundir.state import initial_state, read_state, write_state
 from console.runs.cancel import cancel_run
 from console.runs.launch import start_run
 from console.runs.recover import supervisor_lost
-from console.runs.state import initial_state, read_state, write_state
 from console.runs.store import RunStore
 from console.spec import RunSpec, SlurmOptions
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from runs_support import reap_runs, step, wait_finished
 
-from console.runs.ids import base_run_id, create_run_dir
+from console.rundir.ids import base_run_id, create_run_dir
+from console.rundir.state import initial_state, read_state, update_state, write_state
 from console.runs.launch import start_run
-from console.runs.state import initial_state, read_state, update_state, write_state
 from console.runs.store import RunStore
 from console.spec import RunSpec
 

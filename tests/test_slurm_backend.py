@@ -23,8 +23,8 @@ import pytest
 from slurm_cluster import SlurmCluster, skip_reason
 
 from console.events import iter_events
+from console.rundir.state import initial_state, read_state, update_state, write_json_atomic, write_state
 from console.runs.slurm import backend
-from console.runs.state import initial_state, read_state, update_state, write_json_atomic, write_state
 from console.spec import RunSpec, SlurmOptions
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(120)]

@@ -20,9 +20,9 @@ from slurm_cluster import SlurmCluster, cluster_for_tests
 
 from console.events import iter_events
 from console.report import render_json
+from console.rundir.state import read_state
 from console.runs.launch import start_run
 from console.runs.slurm import scheduler
-from console.runs.state import read_state
 from console.spec import RunSpec, SlurmOptions
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]

@@ -17,10 +17,10 @@ from runs_support import ROOT, cli, step, wait_finished, wait_for
 from slurm_cluster import SlurmCluster, cluster_for_tests
 
 from console.events import iter_events
+from console.rundir.state import read_state
 from console.runs.cancel import cancel_run
 from console.runs.launch import start_run
 from console.runs.replay import replay_plan
-from console.runs.state import read_state
 from console.spec import RunSpec
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(240)]

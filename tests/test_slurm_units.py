@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from console.runs import lockfile
-from console.runs.lockfile import LockFile, LockTimeout, is_locked
+from console.rundir import lockfile
+from console.rundir.lockfile import LockFile, LockTimeout, is_locked
+from console.rundir.state import initial_state, read_state, update_state, write_state
 from console.runs.slurm import hostlist, states
 from console.runs.slurm.gpu import parse_probe, probe_argv
-from console.runs.state import initial_state, read_state, update_state, write_state
 
 # ---- hostlists ------------------------------------------------------------------------------
 

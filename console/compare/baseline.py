@@ -29,8 +29,8 @@ from console.compare.render import report_lines, text
 from console.doctor.gitinfo import full_head, repo_state
 from console.errors import SpecError
 from console.fileio import write_json_atomic
+from console.rundir.state import read_state, update_state
 from console.runs.follow import follow_run
-from console.runs.state import read_state, update_state
 from console.spec import RunSpec
 
 WORKTREES = ".worktrees"

@@ -18,8 +18,8 @@ from typing import Any, TextIO
 from console import exitcodes
 from console.events import EventCursor
 from console.monitor.tailer import Tailer
+from console.rundir.state import STEP_TERMINAL, is_finished, read_state
 from console.runs.recover import current_state
-from console.runs.state import STEP_TERMINAL, is_finished, read_state
 
 POLL_S = 0.2
 PROGRESS_EVERY_S = 1.0

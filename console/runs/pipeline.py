@@ -265,7 +265,7 @@ def run_outcome(
 ) -> tuple[str, dict[str, Any] | None]:
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
-    from console.runs.state import read_state
+    from console.rundir.state import read_state
     from console.runs.supervisor import decide_verdict  # the local supervisor's rule, not a copy
 
     triage = final_triage(run_dir, step_results)

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from console.rundir.state import is_finished, read_state, update_state
 from console.runs.cancel import running_groups, supervisor_alive
 from console.runs.procs import run_marker, run_processes
-from console.runs.state import is_finished, read_state, update_state
 from console.runs.stepwrap import read_exit
 
 LOST_REASON = "supervisor lost"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import RunNotFound
-from console.runs.ids import looks_like_run_dir
+from console.rundir.ids import looks_like_run_dir
 from console.runs.recover import current_state
 
 

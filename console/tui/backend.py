@@ -1,84 +1,98 @@
 """The headless core as the console uses it: one place for every call into it.
 
-Each function imports its back-end lazily, so a screen whose back-end is absent says so in one
-line (``BackendMissing``) instead of crashing the app.
+Each function imports the core module it calls when first called (plain imports, so the import
+checker sees every edge): the console starts without paying for Hydra, the triage catalog or NVML.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 from console.errors import ConsoleError
 
 
-class BackendMissing(ConsoleError):
-    pass
-
-
-def _get(module: str, name: str) -> Any:
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise BackendMissing(f"{module}.{name} is not available ({exc.__class__.__name__})") from None
-
-
 def build_plan(spec: Any) -> Any:
-    return _get("console.plan", "build_plan")(spec)
+    from console.plan import build_plan
+
+    return build_plan(spec)
 
 
 def catalog_levels(framework: str) -> Any:
-    return _get("console.plan", "catalog_levels")(framework)
+    from console.plan import catalog_levels
+
+    return catalog_levels(framework)
 
 
 def recommend_levels(framework: str, touched: list[str]) -> Any:
-    return _get("console.plan", "recommend_levels")(framework, touched)
+    from console.plan import recommend_levels
+
+    return recommend_levels(framework, touched)
 
 
 def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
-    return _get("console.plan", "validate_overrides")(overrides, repo=repo)
+    from console.plan import validate_overrides
+
+    return validate_overrides(overrides, repo=repo)
 
 
 def framework_catalog(framework: str) -> Any:
     """The framework's catalog: ``.levels`` (with ``requires_variant``) and ``.variants`` (name, levels,
     title, mode, proves, args, needs_model)."""
-    return _get("console.catalog", "load_framework")(framework)
+    from console.catalog import load_framework
+
+    return load_framework(framework)
 
 
 def touched_areas() -> list[tuple[str, str]]:
     """(id, label) answers of "what did your change touch?"."""
-    return list(_get("console.plan", "touched_areas")())
+    from console.plan import touched_areas
+
+    return list(touched_areas())
 
 
 def run_doctor(spec: Any, plan: Any) -> dict[str, Any]:
-    return _get("console.doctor", "run_doctor")(spec, plan)
+    from console.doctor import run_doctor
+
+    return run_doctor(spec, plan)
 
 
 def preflight_blocks(spec: Any, plan: Any) -> tuple[dict[str, Any], bool]:
     """The launch-time preflight (as ``rl-console run`` does it): result and whether it blocks."""
-    result = _get("console.doctor.preflight", "preflight")(spec, plan, None)
-    return result, bool(_get("console.doctor.preflight", "blocks")(result))
+    from console.doctor.preflight import blocks, preflight
+
+    result = preflight(spec, plan, None)
+    return result, bool(blocks(result))
 
 
 def write_doctor_json(run_dir: Path, result: dict[str, Any]) -> None:
-    _get("console.doctor.preflight", "write_doctor_json")(run_dir, result)
+    from console.doctor.preflight import write_doctor_json
+
+    write_doctor_json(run_dir, result)
 
 
 def start_run(spec: Any, plan: Any = None) -> Path:
-    return Path(_get("console.runs.launch", "start_run")(spec, plan=plan))
+    from console.runs.launch import start_run
+
+    return Path(start_run(spec, plan=plan))
 
 
 def cancel_run(run_dir: Path, grace: float = 10.0) -> Any:
-    return _get("console.runs.cancel", "cancel_run")(run_dir, grace)
+    from console.runs.cancel import cancel_run
+
+    return cancel_run(run_dir, grace)
 
 
 def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
-    return Path(_get("console.runs.rerun", "rerun_with_remedy")(run_dir, remedy))
+    from console.runs.rerun import rerun_with_remedy
+
+    return Path(rerun_with_remedy(run_dir, remedy))
 
 
 def triage_files(paths: list[Path]) -> dict[str, Any]:
-    return _get("console.triage.scan", "triage_files")(paths)
+    from console.triage.scan import triage_files
+
+    return triage_files(paths)
 
 
 def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, Any]:
@@ -104,7 +118,9 @@ def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, An
 
 def failure_class(cls: str, framework: str) -> dict[str, Any]:
     """A triage class's title, advice and remedy (for the framework) from the triage catalog."""
-    info = _get("console.triage.rules", "default_catalog")().classes.get(cls)
+    from console.triage.rules import default_catalog
+
+    info = default_catalog().classes.get(cls)
     if info is None:
         return {}
     return {"title": info.title, "advice": info.advice_for(framework), "remedy": info.remedy_for(framework)}
@@ -112,21 +128,31 @@ def failure_class(cls: str, framework: str) -> dict[str, Any]:
 
 def run_verdict(run_dir: Path) -> dict[str, Any]:
     """The verdict recorded at the run's end (the one ls/show/report give); computed while it runs."""
-    recorded = _get("console.report", "recorded_verdict")(run_dir)
-    return recorded if recorded is not None else _get("console.triage.verdict", "run_verdict")(run_dir)
+    from console.report import recorded_verdict
+    from console.triage import verdict
+
+    recorded = recorded_verdict(run_dir)
+    return recorded if recorded is not None else verdict.run_verdict(run_dir)
 
 
 def render_report(run_dir: Path) -> str:
-    return _get("console.report", "render_markdown")(run_dir)
+    from console.report import render_markdown
+    from console.runs.recover import current_state
+
+    current_state(run_dir)  # a run whose supervisor is lost is settled before it is reported
+    return render_markdown(run_dir)
 
 
 def host_sampler(run_dir: Path) -> Any:
-    paths = _get("console.monitor.host", "default_disk_paths")(run_dir)
-    return _get("console.monitor.host", "HostSampler")(paths)
+    from console.monitor.host import HostSampler, default_disk_paths
+
+    return HostSampler(default_disk_paths(run_dir))
 
 
 def gpu_sampler() -> Any:
-    return _get("console.monitor.gpu", "GpuSampler")()
+    from console.monitor.gpu import GpuSampler
+
+    return GpuSampler()
 
 
 def as_data(sample: Any) -> dict[str, Any]:

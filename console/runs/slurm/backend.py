@@ -23,13 +23,13 @@ from typing import Any
 
 from console.events import Event, EventBus
 from console.fileio import read_json
+from console.rundir.lockfile import LockFile, is_locked
+from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.finalize import record_verdict
-from console.runs.lockfile import LockFile, is_locked
 from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import NodeSampler, SamplerThread
 from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
-from console.runs.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
 

@@ -24,7 +24,7 @@ from typing import Any
 import console
 from console.errors import SpecError
 from console.redact import MASK, is_secret_name, redact_env, secret_argv_positions
-from console.runs.state import step_log_name
+from console.rundir.state import step_log_name
 from console.spec import RunSpec
 
 MODES = ("srun", "ray.sub")

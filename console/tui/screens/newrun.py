@@ -512,7 +512,7 @@ class NewRunScreen(Screen[None]):
                         "started": time.time(),
                     }
                 result = backend.start_run(spec, plan)
-                with contextlib.suppress(OSError, backend.BackendMissing):
+                with contextlib.suppress(OSError):
                     backend.write_doctor_json(result, doctor)
         except Exception as exc:  # noqa: BLE001 - SpecError and back-end errors: one line
             self.post_message(TaskDone(kind, error=str(exc)))

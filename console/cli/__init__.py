@@ -1,36 +1,22 @@
-"""`rl-console` command line: a thin dispatcher over the headless core.
+"""`rl-console` command line: a thin view over the headless core.
 
-Each subcommand's handler lives next to the code it drives (``console/<area>/cli.py``) and has the
-signature ``handler(args: argparse.Namespace) -> int`` returning the exit code.
+Each subcommand's handler is in this package (``console/cli/<area>.py``; the console's own ``tui``
+and ``status`` in ``console.tui``), has the signature ``handler(args) -> int`` returning the exit
+code, and is imported only when its command runs (``status`` runs from a tmux status line and must
+not pay for Hydra or the triage catalog).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+from collections.abc import Callable
 
 from console import __version__
 from console.errors import ConsoleError
 from console.spec import add_spec_arguments
 
-# subcommand -> "module:function"
-HANDLERS: dict[str, str] = {
-    "plan": "console.plan.cli:cmd_plan",
-    "run": "console.runs.cli:cmd_run",
-    "ls": "console.runs.cli:cmd_ls",
-    "show": "console.runs.cli:cmd_show",
-    "attach": "console.runs.cli:cmd_attach",
-    "cancel": "console.runs.cli:cmd_cancel",
-    "demo": "console.runs.cli:cmd_demo",
-    "replay": "console.runs.cli:cmd_replay",
-    "triage": "console.triage.cli:cmd_triage",
-    "report": "console.report:cmd_report",
-    "doctor": "console.doctor.cli:cmd_doctor",
-    "compare": "console.compare.cli:cmd_compare",
-    "tui": "console.tui.launch:cmd_tui",
-    "status": "console.tui.statusline:cmd_status",
-}
+Handler = Callable[[argparse.Namespace], int]
 NEEDS_TERMINAL = ("demo", "tui")  # with stdout not a terminal these fall back to headless output
 
 
@@ -38,17 +24,15 @@ def sample_log(name: str) -> str:
     """A shipped sample log by its bare name (``nemo-rl-grpo-megatron.log``) when no such file is here."""
     from pathlib import Path
 
-    sample = Path(__file__).parent / "demo" / "samples" / name
+    sample = Path(__file__).parent.parent / "demo" / "samples" / name
     return str(sample) if not Path(name).exists() and "/" not in name and sample.is_file() else name
 
 
 def catalog_epilog() -> str:
     """Levels and variants of every framework, from the catalog (for ``plan``/``run --help``)."""
-    try:
-        from console.catalog import load_framework
-        from console.spec import FRAMEWORKS
-    except ImportError:
-        return ""
+    from console.catalog import load_framework
+    from console.spec import FRAMEWORKS
+
     lines = ["levels and variants (from the catalog):"]
     for name in FRAMEWORKS:
         try:
@@ -190,9 +174,41 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _resolve(spec: str):
-    module, func = spec.split(":")
-    return getattr(importlib.import_module(module), func)
+def handler_for(command: str) -> Handler:  # noqa: PLR0911 - one branch a command, imported when chosen
+    """The handler of ``command``."""
+    if command == "plan":
+        from console.cli.plan import cmd_plan
+
+        return cmd_plan
+    if command in ("run", "ls", "show", "attach", "cancel", "demo", "replay"):
+        from console.cli import runs
+
+        return getattr(runs, f"cmd_{command}")
+    if command == "triage":
+        from console.cli.triage import cmd_triage
+
+        return cmd_triage
+    if command == "report":
+        from console.cli.report import cmd_report
+
+        return cmd_report
+    if command == "doctor":
+        from console.cli.doctor import cmd_doctor
+
+        return cmd_doctor
+    if command == "compare":
+        from console.cli.compare import cmd_compare
+
+        return cmd_compare
+    if command == "tui":
+        from console.tui.launch import cmd_tui
+
+        return cmd_tui
+    if command == "status":
+        from console.tui.statusline import cmd_status
+
+        return cmd_status
+    raise KeyError(command)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             command, args.json = "ls", False
     try:
-        handler = _resolve(HANDLERS[command])
+        handler = handler_for(command)
         return int(handler(args) or 0)
     except ConsoleError as exc:
         print(f"rl-console {command}: error: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from console.fileio import write_json_atomic  # also imported from here by callers
-from console.runs.lockfile import exclusive
+from console.rundir.lockfile import exclusive
 
 STATE = "state.json"
 LOCK = ".lock"
@@ -70,7 +70,7 @@ def initial_state(
 @contextlib.contextmanager
 def locked(run_dir: Path) -> Iterator[None]:
     """Exclusive lock on ``run_dir/.lock`` (blocks until free): ``flock``, or an O_EXCL lock file
-    where the filesystem has no flock (console.runs.lockfile)."""
+    where the filesystem has no flock (console.rundir.lockfile)."""
     with exclusive(run_dir / LOCK):
         yield
 

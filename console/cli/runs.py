@@ -15,11 +15,11 @@ from typing import Any
 from console import exitcodes
 from console.errors import ConsoleError, SpecError
 from console.fileio import runs_folder_problem
+from console.rundir.state import is_finished, read_state
 from console.runs.cancel import cancel_run
 from console.runs.follow import follow_run
 from console.runs.launch import start_run
 from console.runs.recover import current_state
-from console.runs.state import is_finished, read_state
 from console.runs.store import RunStore
 from console.spec import RunSpec, default_runs_dir, spec_from_args
 

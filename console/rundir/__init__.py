@@ -1,0 +1,2 @@
+"""The run folder's records, below everything that acts on runs: ``state.json`` under its lock and
+the run ids."""
