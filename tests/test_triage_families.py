@@ -103,7 +103,7 @@ def test_cant_load_from_a_local_dir_is_data_and_from_a_hub_id_is_the_hub() -> No
     assert primary(tri("tokenizer_hub_id_offline")) == (
         "Blocked",
         "hf_offline_missing",
-        "hf_local_entry_missing",
+        "hf_gated",
     )
 
 
