@@ -74,7 +74,7 @@ def test_ray_actor_is_dead_message_is_an_actor_death() -> None:
 
 
 def test_nccl_watchdog_stuck_is_a_hang_and_a_collective_timeout_stays_nccl(tmp_path: Path) -> None:
-    assert primary(tri("nccl_watchdog_stuck")) == ("Fail", "hang", "nccl_watchdog_hang")
+    assert primary(tri("nccl_watchdog_stuck")) == ("Fail", "hang", "hang_reported")
     timeout = (
         "[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout: "
         "WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381 "
