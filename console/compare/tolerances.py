@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field, replace
-from functools import cache
-from pathlib import Path
 from typing import Any
 
+from console.catalog import load_toml
 from console.errors import SpecError
-
-CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "compare.toml"
 
 
 @dataclass(frozen=True)
@@ -60,10 +56,8 @@ class Rules:
     change_variants: list[str] = field(default_factory=list)
 
 
-@cache
 def _catalog() -> dict[str, Any]:
-    with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
+    return load_toml("compare")
 
 
 def known_frameworks() -> list[str]:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from console.errors import ConsoleError
+from console.catalog import CATALOG_DIR, CatalogError, load_toml
 
-CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.toml"
+CATALOG = CATALOG_DIR / "triage_rules.toml"
 
 # The class ids of DESIGN.md (plus the Noise pseudo-class). The catalog must cover every one.
 CLASS_IDS = (
@@ -42,10 +41,6 @@ CLASS_IDS = (
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
 MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal", "exiting")
-
-
-class CatalogError(ConsoleError):
-    """The triage catalog is malformed (a bug in the data, reported as one line)."""
 
 
 @dataclass(frozen=True)
@@ -349,13 +344,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
 
 
 def load_catalog(path: Path | None = None) -> Catalog:
-    path = path or CATALOG
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"cannot read triage catalog {path}: {exc}") from None
-    return parse_catalog(data)
+    return parse_catalog(load_toml(path or CATALOG))
 
 
 @lru_cache(maxsize=1)

@@ -25,6 +25,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from console.catalog import load_toml
 from console.events import iter_events
 from console.fileio import read_json
 from console.redact import redact_env, redact_text
@@ -54,10 +55,7 @@ VENDORED_BRIDGE = "3rdparty/Megatron-Bridge-workspace/Megatron-Bridge"
 
 
 def _limitations_catalog() -> dict[str, Any]:
-    import tomllib
-
-    with open(CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
+    data = load_toml(CATALOG)
     return {"limitations": data.get("limitation") or [], "learning_levels": data.get("learning_levels") or {}}
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-CATALOG = Path(__file__).resolve().parents[2] / "catalog" / "slurm.toml"
+from console.catalog import load_toml
 
 
 @dataclass(frozen=True)
@@ -21,10 +19,8 @@ class StateMeaning:
     klass: str | None = None  # the triage class when this state decides the verdict
 
 
-@lru_cache(maxsize=1)
 def _catalog() -> dict[str, Any]:
-    with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
+    return load_toml("slurm")
 
 
 def meaning(state: str) -> StateMeaning:
