@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from console.plan.model import Plan, Step
+from console.plan.model import RUN_DIR, Plan, Step
 from console.redact import is_secret_name, redact_text
-
-RUN_DIR = "{run_dir}"
 
 
 def quote(word: str) -> str:

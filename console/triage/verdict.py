@@ -28,6 +28,7 @@ from typing import Any
 from console.catalog import load_toml
 from console.events import iter_events
 from console.fileio import read_json
+from console.plan.model import fill_run_dir, step_path
 from console.redact import redact_env, redact_text
 from console.triage.rules import CATALOG, default_catalog
 
@@ -59,10 +60,6 @@ def _limitations_catalog() -> dict[str, Any]:
     return {"limitations": data.get("limitation") or [], "learning_levels": data.get("learning_levels") or {}}
 
 
-def _subst(text: str, run_dir: Path) -> str:
-    return text.replace("{run_dir}", str(run_dir))
-
-
 def _step_log(run_dir: Path, index: int, step: dict[str, Any], st: dict[str, Any]) -> Path | None:
     rel = st.get("log") or f"logs/{index + 1:02d}-{step.get('name', 'step')}.log"
     path = run_dir / rel
@@ -85,13 +82,10 @@ def _metrics_path(run_dir: Path, plan_steps: list[dict[str, Any]]) -> Path | Non
     if own.is_file():
         return own
     for s in plan_steps:
-        mj = s.get("metrics_json")
-        if not mj:
-            continue
-        p = Path(_subst(mj, run_dir))
-        if not p.is_absolute():
-            p = Path(_subst(s.get("cwd") or "", run_dir)) / p
-        if p.is_file() and p.resolve().is_relative_to(run_dir.resolve()):  # the run folder's evidence only
+        p = step_path(s.get("metrics_json"), s, run_dir)
+        if (
+            p is not None and p.is_file() and p.resolve().is_relative_to(run_dir.resolve())
+        ):  # the run folder's evidence only
             return p
     return None
 
@@ -305,7 +299,7 @@ def command_line(step: dict[str, Any], run_dir: Path | None = None) -> str:
     cmd = shlex.join([str(a) for a in step.get("argv") or []])
     line = (" ".join(["env", *parts]) + " " if parts else "") + cmd
     if run_dir is not None:
-        line = _subst(line, run_dir)
+        line = fill_run_dir(line, run_dir)
     return redact_text(line)
 
 

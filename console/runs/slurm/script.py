@@ -23,6 +23,7 @@ from typing import Any
 
 import console
 from console.errors import SpecError
+from console.plan.model import fill_run_dir
 from console.redact import MASK, is_secret_name, redact_env, secret_argv_positions
 from console.rundir.state import step_log_name
 from console.spec import RunSpec
@@ -150,14 +151,6 @@ def generic_word(text: str, roots: dict[str, str]) -> str:
         parts.append(shlex.quote(text[lit_start:]))
     return "".join(parts)
 
-
-def _subst_run_dir(value: Any, run_dir: Path) -> Any:
-    if isinstance(value, str):
-        return value.replace("{run_dir}", str(run_dir))
-    if isinstance(value, list):
-        return [_subst_run_dir(v, run_dir) for v in value]
-    if isinstance(value, dict):
-        return {k: _subst_run_dir(v, run_dir) for k, v in value.items()}
     return value
 
 
@@ -420,7 +413,7 @@ def sbatch_resource_args(spec: RunSpec, steps: list[dict[str, Any]], job_name: s
 def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
     """Build the submission for ``plan`` (writes nothing)."""
     run_dir = Path(run_dir).resolve()
-    pd, secrets = split_secrets(_subst_run_dir(plan_dict(plan), run_dir), spec)
+    pd, secrets = split_secrets(fill_run_dir(plan_dict(plan), run_dir), spec)
     steps = pd.get("steps") or []
     mode = choose_mode(spec)
     job_name = "rlc-" + _NAME_RE.sub("-", run_dir.name.lower()).strip("-")[:60]
