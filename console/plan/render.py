@@ -1,15 +1,61 @@
-"""A plan as a shell script a user could run by hand: every word quoted, nothing re-parsed."""
+"""Commands and fixes as text: the one shell-line renderer (scripts and screens), the one remedy
+formatter, and a plan as a shell script a user could run by hand (every word quoted)."""
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
-from console.plan.model import RUN_DIR, Plan, Step
-from console.redact import is_secret_name, redact_text
+from console.plan.model import RUN_DIR, Plan, Step, fill_run_dir
+from console.redact import is_secret_name, redact_argv, redact_env, redact_text
+
+_FROM_ENV = "\0rl-console-from-env\0"  # an env value render_sh takes from the caller's environment
+
+
+def shell_line(
+    argv: Iterable[str],
+    env: Mapping[str, str] | None = None,
+    unset: Iterable[str] = (),
+    *,
+    word: Callable[[str], str] = shlex.quote,
+) -> str:
+    """``[env -u NAME... KEY=VALUE...] ARGV...`` with every name, value and argument through ``word``
+    (``shlex.quote``, or a script's own quoting); no ``env`` word when nothing is set or unset."""
+    words = [w for name in unset for w in ("-u", word(str(name)))]
+    words += [f"{k}={word(str(v))}" if v else f"{k}=" for k, v in (env or {}).items()]
+    return " ".join((["env", *words] if words else []) + [word(str(a)) for a in argv])
+
+
+def command_line(step: Mapping[str, Any] | Step, run_dir: str | Path | None = None) -> str:
+    """A plan step's command as one shell line for people (plan text, TUI preview, report): secrets
+    masked, every word shlex-quoted, ``{run_dir}`` filled in when ``run_dir`` is given."""
+    get = step.get if isinstance(step, Mapping) else lambda key: getattr(step, key)
+    argv, env = [str(a) for a in get("argv") or []], {str(k): str(v) for k, v in (get("env") or {}).items()}
+    if run_dir is not None:
+        argv, env = fill_run_dir(argv, run_dir), fill_run_dir(env, run_dir)
+    return redact_text(shell_line(redact_argv(argv), redact_env(env), get("unset") or []))
+
+
+def remedy_text(remedy: Mapping[str, Any] | None, sep: str = ", ") -> str:
+    """A remedy (triage or doctor: ``unset``, ``env``, ``overrides``, ``commands``) in one line:
+    ``unset NAME, KEY=VALUE, override, command``; secrets masked; "" when it changes nothing."""
+    remedy = remedy or {}
+    env = redact_env({str(k): str(v) for k, v in (remedy.get("env") or {}).items()})
+    parts = [f"unset {u}" for u in remedy.get("unset") or []]
+    parts += [f"{k}={shlex.quote(v)}" for k, v in env.items()]
+    parts += [str(o) for o in remedy.get("overrides") or []]
+    parts += [shlex.join(redact_argv([str(w) for w in c])) for c in remedy.get("commands") or []]
+    return redact_text(sep.join(parts))
 
 
 def quote(word: str) -> str:
-    """shlex-quote ``word``, with each ``{run_dir}`` becoming a double-quoted "$RUN_DIR"."""
+    """shlex-quote ``word``, with each ``{run_dir}`` becoming a double-quoted "$RUN_DIR" (and an env
+    value marked from-env a reference to the caller's variable)."""
+    if word.startswith(_FROM_ENV):
+        key = word[len(_FROM_ENV) :]
+        return f'"${{{key}:?set {key} in your environment}}"'
     pieces = word.split(RUN_DIR)
     out = []
     for i, piece in enumerate(pieces):
@@ -30,20 +76,11 @@ def _step_lines(index: int, step: Step) -> list[str]:
         lines.append(f"# proves: {_comment(step.proves)}")
     for c in step.criteria:
         lines.append(f"# pass: {_comment(c)}")
-    words = ["env"]
-    for name in step.unset:
-        words += ["-u", quote(name)]
-    for key, value in step.env.items():
-        if is_secret_name(key) and value:
-            # never written here: taken from the caller's environment
-            words.append(f'{key}="${{{key}:?set {key} in your environment}}"')
-        else:
-            words.append(f"{key}={quote(value)}")
-    if words == ["env"]:
-        words = []
-    words += [quote(a) for a in step.argv]
+    # a secret env value is never written here: the script takes it from the caller's environment
+    env = {k: _FROM_ENV + k if is_secret_name(k) and v else v for k, v in step.env.items()}
+    line = shell_line(step.argv, env, step.unset, word=quote)
     tail = "|| true" if step.on_failure == "continue" else "|| exit $?"
-    lines.append(f"( cd {quote(step.cwd)} && {' '.join(words)} ) {tail}")
+    lines.append(f"( cd {quote(step.cwd)} && {line} ) {tail}")
     return lines
 
 

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 from console.catalog import load_toml
 from console.events import iter_events
 from console.fileio import read_json
-from console.plan.model import fill_run_dir, step_path
-from console.redact import redact_env, redact_text
+from console.plan.model import step_path
+from console.plan.render import command_line, remedy_text
 from console.triage.rules import CATALOG, default_catalog
 
 FRAMEWORK_LABELS = {"nemo-rl": "NeMo-RL", "verl": "verl", "demo": "demo"}
@@ -290,17 +289,6 @@ class _Context:
     @property
     def label(self) -> str:
         return FRAMEWORK_LABELS.get(self.framework, self.framework)
-
-
-def command_line(step: dict[str, Any], run_dir: Path | None = None) -> str:
-    env = redact_env({k: str(v) for k, v in (step.get("env") or {}).items()})
-    parts = [f"{k}={v}" for k, v in env.items()]
-    parts += [f"-u {u}" for u in step.get("unset") or []]
-    cmd = shlex.join([str(a) for a in step.get("argv") or []])
-    line = (" ".join(["env", *parts]) + " " if parts else "") + cmd
-    if run_dir is not None:
-        line = fill_run_dir(line, run_dir)
-    return redact_text(line)
 
 
 def _group_status(
@@ -605,13 +593,9 @@ def _follow_ups(
         where = f" in {primary_step}" if primary_step else ""
         kind = "environment fix" if primary.get("verdict") == "Blocked" else "fix"
         out.append(f"{kind} ({primary.get('class')}{where}): {primary.get('advice', '')}")
-        r = primary.get("remedy") or {}
-        bits = [f"unset {u}" for u in r.get("unset") or []] + [
-            f"{k}={v}" for k, v in (r.get("env") or {}).items()
-        ]
-        bits += list(r.get("overrides") or [])
-        if bits:
-            out.append("rerun with: " + " ".join(bits))
+        fix = remedy_text(primary.get("remedy"))
+        if fix:
+            out.append("rerun with: " + fix)
     if verdict == "Blocked":
         out.append("The run is Blocked by the environment: it is not evidence against the Bridge provider.")
     for d in deliverables:

@@ -18,7 +18,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, TextArea
 
-from console.redact import redact_env, redact_text
+from console.plan.render import command_line
+from console.redact import redact_text
 from console.spec import FRAMEWORKS, RunSpec
 from console.tui import backend
 from console.tui.messages import TaskDone
@@ -612,11 +613,9 @@ def render_preview(plan: Any) -> Text:
         if step.get("gpus"):
             text.append(f"  ({step['gpus']} GPU)")
         text.append(f"\n   cd {shlex.quote(str(step.get('cwd') or '.'))}\n")
-        for key, value in redact_env(step.get("env") or {}).items():
-            text.append(f"   export {key}={shlex.quote(str(value))}\n", style="dim")
-        for key in step.get("unset") or []:
-            text.append(f"   unset {key}\n", style="dim")
-        text.append(f"   {shlex.join(str(a) for a in step.get('argv') or [])}\n", style="cyan")
+        env = command_line({"env": step.get("env"), "unset": step.get("unset")})
+        text.append(f"   {env}\n" if env else "", style="dim")
+        text.append(f"   {command_line({'argv': step.get('argv')})}\n", style="cyan")
         if step.get("proves"):
             text.append(f"   proves: {step['proves']}\n", style="dim")
     return text
