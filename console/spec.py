@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from console.errors import SpecError
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
 LAUNCHERS = ("local", "slurm")
@@ -117,57 +120,110 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
-    """Build a RunSpec from parsed CLI args, honouring the procedures' env variables as defaults.
-
-    Validation beyond syntax is the plan builder's job (console.plan.build_plan).
-    """
-    from console.errors import SpecError
-
-    framework = args.framework or "demo"
+    """A RunSpec from the parsed SPEC options (``add_spec_arguments``): ``make_spec`` does the rest."""
     env: dict[str, str] = {}
     for item in args.env or []:
         if "=" not in item:
             raise SpecError(f"--env {item!r}: expected KEY=VALUE")
         key, value = item.split("=", 1)
         env[key] = value
-    repo = args.repo
-    if repo is None:
-        if framework == "nemo-rl":
-            repo = os.environ.get("NEMO_RL_REPO")
-        elif framework == "verl":
-            repo = os.environ.get("VERL_REPO")
-    bridge = args.bridge_repo or (os.environ.get("BRIDGE_REPO") if framework != "demo" else None)
-    mounts = [m for m in (args.mounts or "").split(",") if m]
+    return make_spec(env=env, **{name: getattr(args, name, None) for name in _OPTIONS})
+
+
+SLURM_FIELDS = (
+    "nodes",
+    "partition",
+    "account",
+    "time",
+    "container",
+    "mounts",
+    "gpus_per_node",
+    "cpus_per_task",
+)
+_OPTIONS = (*SLURM_FIELDS, "framework", "levels", "variants", "model", "bridge_repo", "repo", "overrides")
+_OPTIONS += ("runs_dir", "launcher", "hang_timeout", "bridge_tests", "allow_drift")
+
+
+def _whole(value: Any, flag: str, default: int | None = None) -> Any:
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{flag} {value!r}: expected a whole number") from None
+
+
+def make_spec(
+    framework: str | None = None,
+    *,
+    levels: Iterable[int] | None = None,
+    variants: Iterable[str] | None = None,
+    model: str | None = None,
+    bridge_repo: str | None = None,
+    repo: str | None = None,
+    overrides: Iterable[str] | None = None,
+    env: dict[str, str] | None = None,
+    runs_dir: str | None = None,
+    launcher: str | None = None,
+    nodes: int | str | None = None,
+    partition: str | None = None,
+    account: str | None = None,
+    time: str | None = None,
+    container: str | None = None,
+    mounts: str | None = None,
+    gpus_per_node: int | str | None = None,
+    cpus_per_task: int | str | None = None,
+    hang_timeout: float | str | None = None,
+    bridge_tests: Iterable[str] | None = None,
+    allow_drift: bool | None = False,
+) -> RunSpec:
+    """The one RunSpec builder (CLI options, the TUI's New run, the demo): the procedures' env
+    variables as defaults (``$NEMO_RL_REPO``/``$VERL_REPO``, ``$BRIDGE_REPO`` unless demo,
+    ``$RL_CONSOLE_RUNS``), paths expanded, Slurm options, hang timeout and Bridge tests checked; a
+    ``SpecError`` in the CLI's flag words when a value is bad. Validation beyond syntax is the plan
+    builder's job (console.plan.build_plan)."""
+    framework = framework or "demo"
+    launcher = launcher or "local"
+    if framework not in FRAMEWORKS:
+        raise SpecError(f"--framework {framework!r}: expected one of {', '.join(FRAMEWORKS)}")
+    if launcher not in LAUNCHERS:
+        raise SpecError(f"--launcher {launcher!r}: expected one of {', '.join(LAUNCHERS)}")
+    if repo is None and framework in ("nemo-rl", "verl"):
+        repo = os.environ.get("NEMO_RL_REPO" if framework == "nemo-rl" else "VERL_REPO")
+    bridge = bridge_repo or (os.environ.get("BRIDGE_REPO") if framework != "demo" else None)
     extra: dict[str, Any] = {}
-    if getattr(args, "bridge_tests", None):
-        extra["bridge_tests"] = list(args.bridge_tests)
-    if getattr(args, "allow_drift", False):
+    if bridge_tests:
+        extra["bridge_tests"] = list(bridge_tests)
+    if allow_drift:
         extra["allow_drift"] = True
-    hang = getattr(args, "hang_timeout", None)
-    if hang is not None:
-        if hang <= 0:
-            raise SpecError(f"--hang-timeout {hang}: must be a positive number of seconds")
-        extra["hang_timeout_s"] = float(hang)
+    if hang_timeout is not None and hang_timeout != "":
+        try:
+            hang = float(hang_timeout)
+        except ValueError:
+            hang = -1.0
+        if not hang > 0:
+            raise SpecError(f"--hang-timeout {hang_timeout}: must be a positive number of seconds")
+        extra["hang_timeout_s"] = hang
     return RunSpec(
         framework=framework,
-        levels=sorted(set(args.levels)) if args.levels else [0],
-        variants=list(args.variants or []),
-        model=args.model,
+        levels=sorted(set(levels)) if levels else [0],
+        variants=list(variants or []),
+        model=model,
         bridge_repo=str(Path(bridge).expanduser()) if bridge else None,
         repo=str(Path(repo).expanduser()) if repo else None,
-        overrides=list(args.overrides or []),
-        env=env,
-        runs_dir=args.runs_dir or default_runs_dir(),
-        launcher=args.launcher,
+        overrides=list(overrides or []),
+        env=dict(env or {}),
+        runs_dir=runs_dir or default_runs_dir(),
+        launcher=launcher,
         slurm=SlurmOptions(
-            nodes=args.nodes,
-            partition=args.partition,
-            account=args.account,
-            time=args.time,
-            container=args.container,
-            mounts=mounts,
-            gpus_per_node=args.gpus_per_node,
-            cpus_per_task=getattr(args, "cpus_per_task", None),
+            nodes=_whole(nodes, "--nodes", default=1),
+            partition=partition or None,
+            account=account or None,
+            time=time or None,
+            container=container or None,
+            mounts=[m for m in (mounts or "").split(",") if m],
+            gpus_per_node=_whole(gpus_per_node, "--gpus-per-node"),
+            cpus_per_task=_whole(cpus_per_task, "--cpus-per-task"),
         ),
         extra=extra,
     )

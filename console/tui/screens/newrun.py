@@ -14,13 +14,13 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, VerticalGroup, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, TextArea
 
 from console.plan.render import command_line
 from console.redact import redact_text
-from console.spec import FRAMEWORKS, RunSpec
+from console.spec import FRAMEWORKS, LAUNCHERS, RunSpec, make_spec
 from console.tui import backend
 from console.tui.messages import TaskDone
 from console.tui.widgets.footer import ConsoleFooter
@@ -74,6 +74,21 @@ FLAG_WORDS = (
     ("--env", "Environment"),
     ("--model", "Model"),
     ("--repo", "NeMo-RL / verl checkout"),
+    ("--hang-timeout", "Hang timeout"),
+    ("--gpus-per-node", "GPUs per node"),
+    ("--cpus-per-task", "CPUs per task"),
+    ("--nodes", "Nodes"),
+)
+# The Slurm options of `rl-console run` (id, label, Input type), shown when the launcher is slurm.
+SLURM_INPUTS = (
+    ("nodes", "Nodes (default 1)", "integer"),
+    ("partition", "Partition", "text"),
+    ("account", "Account", "text"),
+    ("time", "Time limit (e.g. 02:00:00)", "text"),
+    ("container", "Container image (pyxis; empty: none)", "text"),
+    ("mounts", "Container mounts (SRC:DST,...)", "text"),
+    ("gpus_per_node", "GPUs per node (default: what the steps need)", "integer"),
+    ("cpus_per_task", "CPUs per task (default: the cluster's)", "integer"),
 )
 
 
@@ -160,6 +175,18 @@ class NewRunScreen(Screen[None]):
             yield Label("Environment (KEY=VALUE, one per line)", classes="field")
             yield TextArea("", id="env")
             yield Static("", markup=False, id="env-status", classes="field-hint")
+            yield Label("Bridge tests (extra model-specific test paths, one per line)", classes="field")
+            yield TextArea("", id="bridge_tests")
+            yield Label("Hang timeout (seconds without training progress; empty: 1800)", classes="field")
+            yield Input(placeholder="1800", id="hang_timeout", type="number", compact=True)
+            yield Label("Launcher (local: this machine; slurm: sbatch from here)", classes="field")
+            yield Select(
+                [(n, n) for n in LAUNCHERS], value="local", allow_blank=False, id="launcher", compact=True
+            )
+            with VerticalGroup(id="slurm-fields"):
+                for key, label, kind in SLURM_INPUTS:
+                    yield Label(label, classes="field")
+                    yield Input(id=key, type=kind, compact=True)  # type: ignore[arg-type]
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Preview F2", id="preview-button")
                 yield Button("Preflight F3", id="preflight-button")
@@ -171,6 +198,7 @@ class NewRunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "new run"
+        self.query_one("#slurm-fields").display = False
         self._load_catalog("demo")
         for name in ("bridge_repo", "repo"):
             self._validate_repo(name, self.query_one(f"#{name}", Input).value)
@@ -289,7 +317,9 @@ class NewRunScreen(Screen[None]):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "framework" and isinstance(event.value, str):
             self._load_catalog(event.value)
-            self.plan = None
+        elif event.select.id == "launcher":
+            self.query_one("#slurm-fields").display = event.value == "slurm"
+        self.plan = None
 
     def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
         listing = event.selection_list
@@ -323,7 +353,16 @@ class NewRunScreen(Screen[None]):
                 "Framework: demo runs the embedded GRPO demo (no GPU needed); nemo-rl and verl run "
                 "the procedures' commands in your checkouts."
             )
-        elif wid in ("model", "bridge_repo", "repo", "overrides", "env"):
+        elif wid in (
+            "model",
+            "bridge_repo",
+            "repo",
+            "overrides",
+            "env",
+            "bridge_tests",
+            "hang_timeout",
+            "launcher",
+        ):
             self._guide(
                 {
                     "model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
@@ -331,6 +370,9 @@ class NewRunScreen(Screen[None]):
                     "repo": "The NeMo-RL or verl checkout the procedure runs in.",
                     "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
                     "env": "Extra environment, one KEY=VALUE per line (secrets never reach files).",
+                    "bridge_tests": "Extra Bridge test files for your model, run with the Bridge checks.",
+                    "hang_timeout": "A run with no training progress for this long is reported as a hang.",
+                    "launcher": "local runs here, detached; slurm submits the same steps with sbatch.",
                 }[wid]
                 + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch"
             )
@@ -425,26 +467,27 @@ class NewRunScreen(Screen[None]):
         problem = self._check_choice()
         if problem:
             raise SpecError(problem)
-        variants = list(self.query_one("#variants", SelectionList).selected)
-        levels = sorted(self.query_one("#levels", SelectionList).selected) or [0]
-        framework = self.framework
-        bridge = self.query_one("#bridge_repo", Input).value.strip() or None
-        repo = self.query_one("#repo", Input).value.strip() or None
-        if repo is None and framework == "nemo-rl":
-            repo = os.environ.get("NEMO_RL_REPO")
-        elif repo is None and framework == "verl":
-            repo = os.environ.get("VERL_REPO")
-        return RunSpec(
-            framework=framework,
-            levels=levels,
-            variants=variants,
-            model=self.query_one("#model", Input).value.strip() or None,
-            bridge_repo=bridge if framework != "demo" else None,
-            repo=repo,
+        launcher = str(self.query_one("#launcher", Select).value)
+        slurm = {key: self._value(key) for key, _, _ in SLURM_INPUTS} if launcher == "slurm" else {}
+        tests = self.query_one("#bridge_tests", TextArea).text.splitlines()
+        return make_spec(
+            self.framework,
+            levels=self.query_one("#levels", SelectionList).selected,
+            variants=self.query_one("#variants", SelectionList).selected,
+            model=self._value("model"),
+            bridge_repo=self._value("bridge_repo") if self.framework != "demo" else None,
+            repo=self._value("repo"),
             overrides=self._overrides(),
             env=env,
             runs_dir=str(self.runs_dir),
+            launcher=launcher,
+            hang_timeout=self._value("hang_timeout"),
+            bridge_tests=[t.strip() for t in tests if t.strip()],
+            **slurm,
         )
+
+    def _value(self, input_id: str) -> str | None:
+        return self.query_one(f"#{input_id}", Input).value.strip() or None
 
     # -- actions -----------------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
