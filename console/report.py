@@ -144,7 +144,7 @@ def _interpreter_line(doctor: dict[str, Any]) -> str:
     it = doctor.get("interpreter") if isinstance(doctor, dict) else None
     if not isinstance(it, dict):
         return ""
-    command = " ".join(str(a) for a in it.get("command") or [])
+    command = command_line([str(a) for a in it.get("command") or []])
     if not it.get("executable"):
         return f"`{command}` not probed ({it.get('problem') or it.get('status')})"
     versions = ", ".join(f"{k} {v or 'not installed'}" for k, v in (it.get("packages") or {}).items())

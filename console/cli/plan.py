@@ -25,7 +25,7 @@ def render_text(plan: Plan) -> str:
         lines.append(f"   cwd: {s.cwd}")
         env = command_line({"env": s.env, "unset": s.unset})  # "env -u NAME KEY=VALUE", or ""
         lines += [f"   {env}"] if env else []
-        lines.append("   $ " + command_line({"argv": s.argv}))
+        lines.append("   $ " + command_line(s.argv))
     return "\n".join(lines) + "\n"
 
 

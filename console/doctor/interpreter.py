@@ -24,6 +24,7 @@ from typing import Any
 from console.doctor.context import DoctorContext, expand
 from console.doctor.probe import MARKER, ProbeResult, run_probe
 from console.plan.model import fill_run_dir
+from console.plan.render import command_line
 
 PYTHON_NAMES = ("python", "python3")
 # `uv run` flags that `uv sync` understands too (value-taking ones listed with their value)
@@ -110,7 +111,7 @@ class RunInterpreter:
 
     @property
     def command(self) -> str:
-        return " ".join(self.argv)
+        return command_line(self.argv)
 
     @property
     def usable(self) -> bool:

@@ -28,9 +28,10 @@ def shell_line(
     return " ".join((["env", *words] if words else []) + [word(str(a)) for a in argv])
 
 
-def command_line(step: Mapping[str, Any] | Step, run_dir: str | Path | None = None) -> str:
-    """A plan step's command as one shell line for people (plan text, TUI preview, report): secrets
-    masked, every word shlex-quoted, ``{run_dir}`` filled in when ``run_dir`` is given."""
+def command_line(step: Mapping[str, Any] | Step | list[str], run_dir: str | Path | None = None) -> str:
+    """A plan step's command (or a bare argv) as one shell line for people (plan text, TUI preview,
+    report, doctor): secrets masked, every word shlex-quoted, ``{run_dir}`` filled in when given."""
+    step = {"argv": step} if isinstance(step, list) else step
     get = step.get if isinstance(step, Mapping) else lambda key: getattr(step, key)
     argv, env = [str(a) for a in get("argv") or []], {str(k): str(v) for k, v in (get("env") or {}).items()}
     if run_dir is not None:

@@ -658,7 +658,7 @@ def render_preview(plan: Any) -> Text:
         text.append(f"\n   cd {shlex.quote(str(step.get('cwd') or '.'))}\n")
         env = command_line({"env": step.get("env"), "unset": step.get("unset")})
         text.append(f"   {env}\n" if env else "", style="dim")
-        text.append(f"   {command_line({'argv': step.get('argv')})}\n", style="cyan")
+        text.append(f"   {command_line(list(step.get('argv') or []))}\n", style="cyan")
         if step.get("proves"):
             text.append(f"   proves: {step['proves']}\n", style="dim")
     return text
