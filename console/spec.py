@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,110 +120,61 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
-    """A RunSpec from the parsed SPEC options (``add_spec_arguments``): ``make_spec`` does the rest."""
-    env: dict[str, str] = {}
-    for item in args.env or []:
-        if "=" not in item:
-            raise SpecError(f"--env {item!r}: expected KEY=VALUE")
-        key, value = item.split("=", 1)
-        env[key] = value
-    return make_spec(env=env, **{name: getattr(args, name, None) for name in _OPTIONS})
+    """A RunSpec from the parsed SPEC options (``add_spec_arguments``)."""
+    return make_spec(vars(args))
 
 
-SLURM_FIELDS = (
-    "nodes",
-    "partition",
-    "account",
-    "time",
-    "container",
-    "mounts",
-    "gpus_per_node",
-    "cpus_per_task",
-)
-_OPTIONS = (*SLURM_FIELDS, "framework", "levels", "variants", "model", "bridge_repo", "repo", "overrides")
-_OPTIONS += ("runs_dir", "launcher", "hang_timeout", "bridge_tests", "allow_drift")
-
-
-def _whole(value: Any, flag: str, default: int | None = None) -> Any:
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise SpecError(f"{flag} {value!r}: expected a whole number") from None
-
-
-def make_spec(
-    framework: str | None = None,
-    *,
-    levels: Iterable[int] | None = None,
-    variants: Iterable[str] | None = None,
-    model: str | None = None,
-    bridge_repo: str | None = None,
-    repo: str | None = None,
-    overrides: Iterable[str] | None = None,
-    env: dict[str, str] | None = None,
-    runs_dir: str | None = None,
-    launcher: str | None = None,
-    nodes: int | str | None = None,
-    partition: str | None = None,
-    account: str | None = None,
-    time: str | None = None,
-    container: str | None = None,
-    mounts: str | None = None,
-    gpus_per_node: int | str | None = None,
-    cpus_per_task: int | str | None = None,
-    hang_timeout: float | str | None = None,
-    bridge_tests: Iterable[str] | None = None,
-    allow_drift: bool | None = False,
-) -> RunSpec:
-    """The one RunSpec builder (CLI options, the TUI's New run, the demo): the procedures' env
-    variables as defaults (``$NEMO_RL_REPO``/``$VERL_REPO``, ``$BRIDGE_REPO`` unless demo,
-    ``$RL_CONSOLE_RUNS``), paths expanded, Slurm options, hang timeout and Bridge tests checked; a
-    ``SpecError`` in the CLI's flag words when a value is bad. Validation beyond syntax is the plan
-    builder's job (console.plan.build_plan)."""
-    framework = framework or "demo"
-    launcher = launcher or "local"
-    if framework not in FRAMEWORKS:
-        raise SpecError(f"--framework {framework!r}: expected one of {', '.join(FRAMEWORKS)}")
-    if launcher not in LAUNCHERS:
-        raise SpecError(f"--launcher {launcher!r}: expected one of {', '.join(LAUNCHERS)}")
-    if repo is None and framework in ("nemo-rl", "verl"):
-        repo = os.environ.get("NEMO_RL_REPO" if framework == "nemo-rl" else "VERL_REPO")
-    bridge = bridge_repo or (os.environ.get("BRIDGE_REPO") if framework != "demo" else None)
-    extra: dict[str, Any] = {}
-    if bridge_tests:
-        extra["bridge_tests"] = list(bridge_tests)
-    if allow_drift:
+def make_spec(options: Mapping[str, Any]) -> RunSpec:
+    """The one RunSpec builder (CLI, the TUI's New run, the demo). ``options`` are the SPEC options by
+    their ``add_spec_arguments`` names; a missing or empty one takes its default, the procedures'
+    variables included (``$NEMO_RL_REPO``/``$VERL_REPO``, ``$BRIDGE_REPO`` unless demo,
+    ``$RL_CONSOLE_RUNS``). ``env`` is a mapping or ``KEY=VALUE`` items; numbers may be text. A bad
+    value is a ``SpecError`` in the CLI's flag words; the rest is the plan builder's job."""
+    o = {k: v for k, v in options.items() if v is not None and v != "" and v != []}
+    framework, launcher = o.get("framework", "demo"), o.get("launcher", "local")
+    for flag, value, known in (("framework", framework, FRAMEWORKS), ("launcher", launcher, LAUNCHERS)):
+        if value not in known:
+            raise SpecError(f"--{flag} {value!r}: expected one of {', '.join(known)}")
+    env = o.get("env", {})
+    if not isinstance(env, Mapping):
+        for item in env:
+            if "=" not in item:
+                raise SpecError(f"--env {item!r}: expected KEY=VALUE")
+        env = dict(item.split("=", 1) for item in env)
+    repo_var = {"nemo-rl": "NEMO_RL_REPO", "verl": "VERL_REPO"}.get(framework, "")
+    repo = o.get("repo", os.environ.get(repo_var))
+    bridge = o.get("bridge_repo", os.environ.get("BRIDGE_REPO") if framework != "demo" else None)
+    extra: dict[str, Any] = {"bridge_tests": list(o["bridge_tests"])} if o.get("bridge_tests") else {}
+    if o.get("allow_drift"):
         extra["allow_drift"] = True
-    if hang_timeout is not None and hang_timeout != "":
-        try:
-            hang = float(hang_timeout)
-        except ValueError:
-            hang = -1.0
-        if not hang > 0:
-            raise SpecError(f"--hang-timeout {hang_timeout}: must be a positive number of seconds")
-        extra["hang_timeout_s"] = hang
+    if "hang_timeout" in o:
+        extra["hang_timeout_s"] = _number(o, "hang_timeout", float)
+        if not extra["hang_timeout_s"] > 0:
+            raise SpecError(f"--hang-timeout {o['hang_timeout']}: must be a positive number of seconds")
     return RunSpec(
         framework=framework,
-        levels=sorted(set(levels)) if levels else [0],
-        variants=list(variants or []),
-        model=model,
+        levels=sorted(set(o.get("levels", [0]))),
+        variants=list(o.get("variants", [])),
+        model=o.get("model"),
         bridge_repo=str(Path(bridge).expanduser()) if bridge else None,
         repo=str(Path(repo).expanduser()) if repo else None,
-        overrides=list(overrides or []),
-        env=dict(env or {}),
-        runs_dir=runs_dir or default_runs_dir(),
+        overrides=list(o.get("overrides", [])),
+        env=dict(env),
+        runs_dir=o.get("runs_dir") or default_runs_dir(),
         launcher=launcher,
         slurm=SlurmOptions(
-            nodes=_whole(nodes, "--nodes", default=1),
-            partition=partition or None,
-            account=account or None,
-            time=time or None,
-            container=container or None,
-            mounts=[m for m in (mounts or "").split(",") if m],
-            gpus_per_node=_whole(gpus_per_node, "--gpus-per-node"),
-            cpus_per_task=_whole(cpus_per_task, "--cpus-per-task"),
+            **{k: o.get(k) for k in ("partition", "account", "time", "container")},
+            nodes=_number(o, "nodes", int, 1),
+            mounts=[m for m in o.get("mounts", "").split(",") if m],
+            gpus_per_node=_number(o, "gpus_per_node", int),
+            cpus_per_task=_number(o, "cpus_per_task", int),
         ),
         extra=extra,
     )
+
+
+def _number(o: dict[str, Any], key: str, kind: type, default: Any = None) -> Any:
+    try:
+        return kind(o[key]) if key in o else default
+    except (TypeError, ValueError):
+        raise SpecError(f"--{key.replace('_', '-')} {o[key]!r}: expected a number") from None

@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from console.plan import build_plan
 
-    spec = make_spec("demo", variants=args.variants, runs_dir=str(_runs_dir(args)))
+    spec = make_spec({"framework": "demo", "variants": args.variants, "runs_dir": str(_runs_dir(args))})
     if args.device:
         if args.device not in ("auto", "cpu", "cuda"):
             raise SpecError(f"--device {args.device!r}: expected cpu, cuda or auto")

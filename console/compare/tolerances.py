@@ -56,16 +56,12 @@ class Rules:
     change_variants: list[str] = field(default_factory=list)
 
 
-def _catalog() -> dict[str, Any]:
-    return load_toml("compare")
-
-
 def known_frameworks() -> list[str]:
-    return sorted(_catalog().get("frameworks", {}))
+    return sorted(load_toml("compare").get("frameworks", {}))
 
 
 def _tables(framework: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    frameworks = _catalog().get("frameworks", {})
+    frameworks = load_toml("compare").get("frameworks", {})
     table = frameworks.get(framework) or {}
     metrics: dict[str, Any] = {}
     timing: dict[str, Any] = {}
@@ -107,7 +103,7 @@ def guess_framework(tags: set[str]) -> str:
 
 def load_rules(framework: str) -> Rules:
     """The rules of ``framework`` (its own table, else the best match is the caller's business)."""
-    cat = _catalog()
+    cat = load_toml("compare")
     d = cat.get("defaults") or {}
     metrics, timing = _tables(framework)
     return Rules(

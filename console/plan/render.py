@@ -39,7 +39,7 @@ def command_line(step: Mapping[str, Any] | Step | list[str], run_dir: str | Path
     return redact_text(shell_line(redact_argv(argv), redact_env(env), get("unset") or []))
 
 
-def remedy_text(remedy: Mapping[str, Any] | None, sep: str = ", ") -> str:
+def remedy_text(remedy: Mapping[str, Any] | None) -> str:
     """A remedy (triage or doctor: ``unset``, ``env``, ``overrides``, ``commands``) in one line:
     ``unset NAME, KEY=VALUE, override, command``; secrets masked; "" when it changes nothing."""
     remedy = remedy or {}
@@ -48,7 +48,7 @@ def remedy_text(remedy: Mapping[str, Any] | None, sep: str = ", ") -> str:
     parts += [f"{k}={shlex.quote(v)}" for k, v in env.items()]
     parts += [str(o) for o in remedy.get("overrides") or []]
     parts += [shlex.join(redact_argv([str(w) for w in c])) for c in remedy.get("commands") or []]
-    return redact_text(sep.join(parts))
+    return redact_text(", ".join(parts))
 
 
 def quote(word: str) -> str:

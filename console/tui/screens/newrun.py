@@ -79,6 +79,16 @@ FLAG_WORDS = (
     ("--cpus-per-task", "CPUs per task"),
     ("--nodes", "Nodes"),
 )
+FIELD_GUIDES = {
+    "model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
+    "bridge_repo": "Your Megatron-Bridge checkout (the change under test).",
+    "repo": "The NeMo-RL or verl checkout the procedure runs in.",
+    "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
+    "env": "Extra environment, one KEY=VALUE per line (secrets never reach files).",
+    "bridge_tests": "Extra Bridge test files for your model, run with the Bridge checks.",
+    "hang_timeout": "A run with no training progress for this long is reported as a hang.",
+    "launcher": "local runs here, detached; slurm submits the same steps with sbatch.",
+}
 # The Slurm options of `rl-console run` (id, label, Input type), shown when the launcher is slurm.
 SLURM_INPUTS = (
     ("nodes", "Nodes (default 1)", "integer"),
@@ -353,29 +363,8 @@ class NewRunScreen(Screen[None]):
                 "Framework: demo runs the embedded GRPO demo (no GPU needed); nemo-rl and verl run "
                 "the procedures' commands in your checkouts."
             )
-        elif wid in (
-            "model",
-            "bridge_repo",
-            "repo",
-            "overrides",
-            "env",
-            "bridge_tests",
-            "hang_timeout",
-            "launcher",
-        ):
-            self._guide(
-                {
-                    "model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
-                    "bridge_repo": "Your Megatron-Bridge checkout (the change under test).",
-                    "repo": "The NeMo-RL or verl checkout the procedure runs in.",
-                    "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
-                    "env": "Extra environment, one KEY=VALUE per line (secrets never reach files).",
-                    "bridge_tests": "Extra Bridge test files for your model, run with the Bridge checks.",
-                    "hang_timeout": "A run with no training progress for this long is reported as a hang.",
-                    "launcher": "local runs here, detached; slurm submits the same steps with sbatch.",
-                }[wid]
-                + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch"
-            )
+        elif wid in FIELD_GUIDES:
+            self._guide(FIELD_GUIDES[wid] + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch")
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
         self.plan = None
@@ -468,22 +457,22 @@ class NewRunScreen(Screen[None]):
         if problem:
             raise SpecError(problem)
         launcher = str(self.query_one("#launcher", Select).value)
-        slurm = {key: self._value(key) for key, _, _ in SLURM_INPUTS} if launcher == "slurm" else {}
         tests = self.query_one("#bridge_tests", TextArea).text.splitlines()
+        value = self._value
         return make_spec(
-            self.framework,
-            levels=self.query_one("#levels", SelectionList).selected,
-            variants=self.query_one("#variants", SelectionList).selected,
-            model=self._value("model"),
-            bridge_repo=self._value("bridge_repo") if self.framework != "demo" else None,
-            repo=self._value("repo"),
-            overrides=self._overrides(),
-            env=env,
-            runs_dir=str(self.runs_dir),
-            launcher=launcher,
-            hang_timeout=self._value("hang_timeout"),
-            bridge_tests=[t.strip() for t in tests if t.strip()],
-            **slurm,
+            {key: value(key) for key in ("model", "repo", "hang_timeout")}
+            | {key: value(key) for key, _, _ in SLURM_INPUTS if launcher == "slurm"}
+            | {
+                "framework": self.framework,
+                "levels": self.query_one("#levels", SelectionList).selected,
+                "variants": self.query_one("#variants", SelectionList).selected,
+                "bridge_repo": value("bridge_repo") if self.framework != "demo" else None,
+                "overrides": self._overrides(),
+                "env": env,
+                "runs_dir": str(self.runs_dir),
+                "launcher": launcher,
+                "bridge_tests": [t.strip() for t in tests if t.strip()],
+            }
         )
 
     def _value(self, input_id: str) -> str | None:
