@@ -89,17 +89,20 @@ FIELD_GUIDES = {
     "hang_timeout": "A run with no training progress for this long is reported as a hang.",
     "launcher": "local runs here, detached; slurm submits the same steps with sbatch.",
 }
-# The Slurm options of `rl-console run` (id, label, Input type), shown when the launcher is slurm.
+# The Slurm options of `rl-console run` (id, label, placeholder, Input type), shown for slurm.
 SLURM_INPUTS = (
-    ("nodes", "Nodes (default 1)", "integer"),
-    ("partition", "Partition", "text"),
-    ("account", "Account", "text"),
-    ("time", "Time limit (e.g. 02:00:00)", "text"),
-    ("container", "Container image (pyxis; empty: none)", "text"),
-    ("mounts", "Container mounts (SRC:DST,...)", "text"),
-    ("gpus_per_node", "GPUs per node (default: what the steps need)", "integer"),
-    ("cpus_per_task", "CPUs per task (default: the cluster's)", "integer"),
+    ("nodes", "Nodes", "1", "integer"),
+    ("partition", "Partition", "the cluster's default", "text"),
+    ("account", "Account", "the cluster's default", "text"),
+    ("time", "Time limit", "the partition's, e.g. 02:00:00", "text"),
+    ("container", "Container image (pyxis)", "none: the node's own environment", "text"),
+    ("mounts", "Container mounts", "SRC:DST,...", "text"),
+    ("gpus_per_node", "GPUs per node", "what the steps need", "integer"),
+    ("cpus_per_task", "CPUs per task", "the cluster's default, often 1", "integer"),
 )
+FIELD_GUIDES |= {
+    key: f"Slurm: {label}, as `rl-console run --{key.replace('_', '-')}`." for key, label, *_ in SLURM_INPUTS
+}
 
 
 def in_console_words(message: str) -> str:
@@ -194,9 +197,9 @@ class NewRunScreen(Screen[None]):
                 [(n, n) for n in LAUNCHERS], value="local", allow_blank=False, id="launcher", compact=True
             )
             with VerticalGroup(id="slurm-fields"):
-                for key, label, kind in SLURM_INPUTS:
+                for key, label, hint, kind in SLURM_INPUTS:
                     yield Label(label, classes="field")
-                    yield Input(id=key, type=kind, compact=True)  # type: ignore[arg-type]
+                    yield Input(placeholder=hint, id=key, type=kind, compact=True)  # type: ignore[arg-type]
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Preview F2", id="preview-button")
                 yield Button("Preflight F3", id="preflight-button")
@@ -461,7 +464,7 @@ class NewRunScreen(Screen[None]):
         value = self._value
         return make_spec(
             {key: value(key) for key in ("model", "repo", "hang_timeout")}
-            | {key: value(key) for key, _, _ in SLURM_INPUTS if launcher == "slurm"}
+            | {key: value(key) for key, *_ in SLURM_INPUTS if launcher == "slurm"}
             | {
                 "framework": self.framework,
                 "levels": self.query_one("#levels", SelectionList).selected,
