@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line, remedy_text
 from console.fileio import read_json, write_text_atomic
-from console.plan.render import command_line, remedy_text
 from console.redact import redact_obj, redact_text
 from console.rundir.state import read_state
 from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, run_verdict

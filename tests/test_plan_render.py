@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from console.plan.render import command_line, remedy_text, shell_line
+from console.commandtext import command_line, remedy_text, shell_line
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from console import exitcodes
+from console.commandtext import remedy_text
 from console.doctor.registry import run_doctor
-from console.plan.render import remedy_text
 from console.spec import RunSpec, spec_from_args
 
 _MARK = {"ok": "ok", "warn": "WARN", "block": "BLOCK"}

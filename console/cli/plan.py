@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 
+from console.commandtext import command_line
 from console.plan.builder import build_plan
 from console.plan.model import Plan
-from console.plan.render import command_line, render_sh
+from console.plan.render import render_sh
 from console.redact import redact_text
 from console.spec import spec_from_args
 

@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 from console import exitcodes
+from console.commandtext import remedy_text
 from console.errors import ConsoleError
-from console.plan.render import remedy_text
 
 
 def _print_human(res: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from console.doctor.catalog import doctor_catalog
-from console.plan.model import fill_run_dir
+from console.rundir.paths import fill_run_dir
 from console.spec import RunSpec
 
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line
 from console.doctor.context import DoctorContext, expand
 from console.doctor.probe import MARKER, ProbeResult, run_probe
-from console.plan.model import fill_run_dir
-from console.plan.render import command_line
+from console.rundir.paths import fill_run_dir
 
 PYTHON_NAMES = ("python", "python3")
 # `uv run` flags that `uv sync` understands too (value-taking ones listed with their value)

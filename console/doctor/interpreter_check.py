@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import RunInterpreter, run_interpreter, sync_flags, versions_text
 from console.doctor.result import Item, combine, make_remedy
-from console.plan.render import command_line
 
 CHECK_ID = "run_interpreter"
 

@@ -1,54 +1,15 @@
-"""Commands and fixes as text: the one shell-line renderer (scripts and screens), the one remedy
-formatter, and a plan as a shell script a user could run by hand (every word quoted)."""
+"""A plan as a shell script a user could run by hand: every word quoted, nothing re-parsed."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
-from typing import Any
 
-from console.plan.model import RUN_DIR, Plan, Step, fill_run_dir
-from console.redact import is_secret_name, redact_argv, redact_env, redact_text
+from console.commandtext import shell_line
+from console.plan.model import Plan, Step
+from console.redact import is_secret_name, redact_text
+from console.rundir.paths import RUN_DIR
 
 _FROM_ENV = "\0rl-console-from-env\0"  # an env value render_sh takes from the caller's environment
-
-
-def shell_line(
-    argv: Iterable[str],
-    env: Mapping[str, str] | None = None,
-    unset: Iterable[str] = (),
-    *,
-    word: Callable[[str], str] = shlex.quote,
-) -> str:
-    """``[env -u NAME... KEY=VALUE...] ARGV...`` with every name, value and argument through ``word``
-    (``shlex.quote``, or a script's own quoting); no ``env`` word when nothing is set or unset."""
-    words = [w for name in unset for w in ("-u", word(str(name)))]
-    words += [f"{k}={word(str(v))}" if v else f"{k}=" for k, v in (env or {}).items()]
-    return " ".join((["env", *words] if words else []) + [word(str(a)) for a in argv])
-
-
-def command_line(step: Mapping[str, Any] | Step | list[str], run_dir: str | Path | None = None) -> str:
-    """A plan step's command (or a bare argv) as one shell line for people (plan text, TUI preview,
-    report, doctor): secrets masked, every word shlex-quoted, ``{run_dir}`` filled in when given."""
-    step = {"argv": step} if isinstance(step, list) else step
-    get = step.get if isinstance(step, Mapping) else lambda key: getattr(step, key)
-    argv, env = [str(a) for a in get("argv") or []], {str(k): str(v) for k, v in (get("env") or {}).items()}
-    if run_dir is not None:
-        argv, env = fill_run_dir(argv, run_dir), fill_run_dir(env, run_dir)
-    return redact_text(shell_line(redact_argv(argv), redact_env(env), get("unset") or []))
-
-
-def remedy_text(remedy: Mapping[str, Any] | None) -> str:
-    """A remedy (triage or doctor: ``unset``, ``env``, ``overrides``, ``commands``) in one line:
-    ``unset NAME, KEY=VALUE, override, command``; secrets masked; "" when it changes nothing."""
-    remedy = remedy or {}
-    env = redact_env({str(k): str(v) for k, v in (remedy.get("env") or {}).items()})
-    parts = [f"unset {u}" for u in remedy.get("unset") or []]
-    parts += [f"{k}={shlex.quote(v)}" for k, v in env.items()]
-    parts += [str(o) for o in remedy.get("overrides") or []]
-    parts += [shlex.join(redact_argv([str(w) for w in c])) for c in remedy.get("commands") or []]
-    return redact_text(", ".join(parts))
 
 
 def quote(word: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from console.fileio import write_json_atomic
-from console.plan.model import step_path
+from console.rundir.paths import step_path
 
 EVIDENCE_DIR = "evidence"
 MAX_TB_BYTES = 256 << 20  # TB event files copied per step at most

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from console.catalog import load_toml
+from console.commandtext import command_line, remedy_text
 from console.events import iter_events
 from console.fileio import read_json
-from console.plan.model import step_path
-from console.plan.render import command_line, remedy_text
+from console.rundir.paths import step_path
 from console.triage.rules import CATALOG, default_catalog
 
 FRAMEWORK_LABELS = {"nemo-rl": "NeMo-RL", "verl": "verl", "demo": "demo"}

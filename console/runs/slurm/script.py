@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import console
+from console.commandtext import shell_line
 from console.errors import SpecError
-from console.plan.model import fill_run_dir
-from console.plan.render import shell_line
 from console.redact import MASK, is_secret_name, redact_env, secret_argv_positions
+from console.rundir.paths import fill_run_dir
 from console.rundir.state import step_log_name
 from console.spec import RunSpec
 
@@ -149,8 +149,6 @@ def generic_word(text: str, roots: dict[str, str]) -> str:
     if lit_start < len(text):
         parts.append(shlex.quote(text[lit_start:]))
     return "".join(parts)
-
-    return value
 
 
 # ---- pieces of the script --------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from console.plan.render import remedy_text
+from console.commandtext import remedy_text
 from console.tui import backend
 
 

@@ -29,7 +29,7 @@ from textual.widgets import (
 from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
-from console.plan.render import remedy_text
+from console.commandtext import remedy_text
 from console.tui import backend
 from console.tui.logfollow import LogFollower
 from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone

@@ -18,7 +18,7 @@ from textual.containers import Horizontal, VerticalGroup, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, TextArea
 
-from console.plan.render import command_line
+from console.commandtext import command_line
 from console.redact import redact_text
 from console.spec import FRAMEWORKS, LAUNCHERS, RunSpec, make_spec
 from console.tui import backend
