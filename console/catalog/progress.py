@@ -34,13 +34,6 @@ class ProgressPattern:
     complete_at_total: bool = False
     reason: str = ""  # what the live parser's ``complete`` event says
 
-    def search(self, text: str) -> re.Match[str] | None:
-        """The regex's match when one of the literals is in ``text`` (the cheap test first)."""
-        for lit in self.literals:  # a loop, not any(<generator>): this runs for every log line
-            if lit in text:
-                return self.regex.search(text)
-        return None
-
     def as_marker(self) -> dict[str, Any]:
         """This pattern as a ``[[marker]]`` table of the triage catalog."""
         return {
@@ -124,3 +117,22 @@ def progress_patterns() -> tuple[ProgressPattern, ...]:
 def patterns_of(framework: str) -> dict[str, ProgressPattern]:
     """The patterns of one framework, by id."""
     return {p.id: p for p in progress_patterns() if p.framework == framework}
+
+
+class FrameworkPatterns:
+    """One framework's patterns, tried in one pass per line: a regex only where its literal is."""
+
+    def __init__(self, framework: str) -> None:
+        self.by_id = patterns_of(framework)
+        self.completions = tuple(p for p in self.by_id.values() if p.kind == "complete")
+        self._by_literal = tuple((lit, p) for p in self.by_id.values() for lit in p.literals)
+
+    def matches(self, text: str) -> dict[str, re.Match[str]]:
+        """The patterns that match ``text``, by id (usually none: a loop of ``in`` tests)."""
+        out: dict[str, re.Match[str]] = {}
+        for lit, p in self._by_literal:
+            if lit in text and p.id not in out:
+                m = p.regex.search(text)
+                if m is not None:
+                    out[p.id] = m
+        return out
