@@ -14,12 +14,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from console.catalog import CATALOG_DIR, CatalogError
+from console.catalog import CATALOG_DIR, CatalogError, _check, _strs
 
 PROGRESS_TOML = CATALOG_DIR / "progress.toml"
 KINDS = ("progress", "total", "complete")
 FRAMEWORKS = ("nemo-rl", "verl", "megatron")
-_KEYS = {"id", "framework", "kind", "literals", "regex", "min_step", "complete_at_total", "reason"}
+PATTERN_KEYS: dict[str, tuple[type, bool]] = {
+    "id": (str, True),
+    "framework": (str, True),
+    "kind": (str, True),
+    "literals": (list, True),
+    "regex": (str, True),
+    "min_step": (int, False),
+    "complete_at_total": (bool, False),
+    "reason": (str, False),
+}
 _GROUP = {"progress": "step", "total": "total"}
 
 
@@ -47,44 +56,28 @@ class ProgressPattern:
 
 
 def _pattern(raw: Any, where: str) -> ProgressPattern:
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: must be a table")
-    unknown = set(raw) - _KEYS
-    if unknown:
-        raise CatalogError(f"{where}: unknown keys {sorted(unknown)}")
-    if not isinstance(raw.get("id"), str) or not raw["id"]:
-        raise CatalogError(f"{where}: id missing")
-    kind, framework = raw.get("kind"), raw.get("framework")
-    if kind not in KINDS:
-        raise CatalogError(f"{where}: kind must be one of {KINDS}")
-    if framework not in FRAMEWORKS:
-        raise CatalogError(f"{where}: framework must be one of {FRAMEWORKS}")
-    literals = raw.get("literals")
-    if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and x for x in literals):
+    t = _check(raw, PATTERN_KEYS, where)
+    where = f"{where} {t['id']}"
+    if t["kind"] not in KINDS or t["framework"] not in FRAMEWORKS:
+        raise CatalogError(f"{where}: kind must be one of {KINDS}, framework one of {FRAMEWORKS}")
+    if not t["literals"] or not all(_strs(t["literals"], where)):
         raise CatalogError(f"{where}: literals must be a non-empty list of strings")
     try:
-        regex = re.compile(str(raw.get("regex") or ""))
+        regex = re.compile(t["regex"])
     except re.error as exc:
         raise CatalogError(f"{where}: bad regex: {exc}") from None
-    group = _GROUP.get(kind)
-    if not regex.pattern or (group and group not in regex.groupindex):
-        raise CatalogError(f"{where}: a {kind} regex needs a (?P<{group}>...) group")
-    min_step, at_total = raw.get("min_step", 0), raw.get("complete_at_total", False)
-    if (
-        not isinstance(min_step, int)
-        or not isinstance(at_total, bool)
-        or not isinstance(raw.get("reason", ""), str)
-    ):
-        raise CatalogError(f"{where}: min_step must be an integer, complete_at_total a boolean, reason text")
+    group = _GROUP.get(t["kind"])
+    if group and group not in regex.groupindex:
+        raise CatalogError(f"{where}: a {t['kind']} regex needs a (?P<{group}>...) group")
     return ProgressPattern(
-        id=raw["id"],
-        framework=framework,
-        kind=kind,
-        literals=tuple(literals),
+        id=t["id"],
+        framework=t["framework"],
+        kind=t["kind"],
+        literals=tuple(t["literals"]),
         regex=regex,
-        min_step=min_step,
-        complete_at_total=at_total,
-        reason=raw.get("reason") or raw["id"],
+        min_step=t.get("min_step", 0),
+        complete_at_total=t.get("complete_at_total", False),
+        reason=t.get("reason") or t["id"],
     )
 
 
@@ -98,10 +91,7 @@ def load_progress_patterns(path: Path | None = None) -> tuple[ProgressPattern, .
     if unknown:
         raise CatalogError(f"{path.name}: unknown tables {sorted(unknown)}")
     patterns = tuple(
-        _pattern(
-            raw, f"{path.name} pattern[{i}] {raw.get('id', '?') if isinstance(raw, dict) else ''}".rstrip()
-        )
-        for i, raw in enumerate(data.get("pattern") or [])
+        _pattern(raw, f"{path.name} pattern[{i}]") for i, raw in enumerate(data.get("pattern") or [])
     )
     ids = [p.id for p in patterns]
     if len(set(ids)) != len(ids):
