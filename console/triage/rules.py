@@ -97,6 +97,8 @@ class ExceptionRule:
     message_re: re.Pattern[str] | None = None
     tier: int | None = None
     confidence: float = 0.8
+    also: tuple[str, ...] = ()  # other classes the same exception fits (reported as alternatives)
+    after_frames: bool = False  # a weak type-only guess: the traceback's frame rules go first
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,10 @@ class FrameRule:
     verdict: str
     regex: re.Pattern[str]
     upgrades: tuple[str, ...] = ()  # a finding of these classes inside such frames becomes this class
+    last: int = 0  # >0: only the deepest `last` frames are read (where the error was raised)
+    unterminated: bool = False  # only a traceback cut before its exception line (an excerpt)
+    tier: int | None = None
+    confidence: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -274,6 +280,10 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 verdict=r.get("verdict", classes[cls].verdict),
                 regex=_compile(r.get("regex"), where),
                 upgrades=upgrades,
+                last=int(r.get("last", 0)),
+                unterminated=bool(r.get("unterminated", False)),
+                tier=int(r["tier"]) if "tier" in r else None,
+                confidence=float(r.get("confidence", 0.6)),
             )
         )
     markers = []
@@ -318,8 +328,12 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 message_re=_compile(e["message"], where) if "message" in e else None,
                 tier=int(e["tier"]) if "tier" in e else None,
                 confidence=float(e.get("confidence", 0.8)),
+                also=tuple(e.get("also") or ()),
+                after_frames=bool(e.get("after_frames", False)),
             )
         )
+        if any(a not in classes for a in exceptions[-1].also):
+            raise CatalogError(f"{where}: unknown class in also {exceptions[-1].also}")
     components = []
     for i, c in enumerate(data.get("component") or []):
         where = f"component[{i}] {c.get('id', '?')}"
