@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import write_run  # noqa: E402
+from tui_helpers import workers_done, write_run  # noqa: E402
 
 from console.tui.app import ConsoleApp  # noqa: E402
 from console.tui.widgets.logview import LogView  # noqa: E402
@@ -38,11 +38,8 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def settle_home(pilot: Any) -> None:
-    for _ in range(100):
-        if len(pilot.app.screen.rows) == 2:
-            break
-        await pilot.pause(0.05)
-    await pilot.pause(0.2)
+    await workers_done(pilot, "home-scan")
+    assert len(pilot.app.screen.rows) == 2
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -96,7 +93,7 @@ def test_help(snap_compare: Any, runs: Path) -> None:
 async def open_new_run(pilot: Any) -> Any:
     await settle_home(pilot)
     await pilot.press("n")
-    await pilot.pause(0.3)
+    await pilot.pause()
     return pilot.app.screen
 
 
@@ -152,9 +149,9 @@ def test_new_run_variant_and_error_in_own_words(snap_compare: Any, runs: Path, s
         variants.focus()
         variants.highlighted = 3
         variants.select("vlm")
-        await pilot.pause(0.1)
+        await pilot.pause()
         await pilot.press("f2")
-        await pilot.pause(0.3)
+        await workers_done(pilot, "newrun-task")
 
     assert snap_compare(ConsoleApp(runs), terminal_size=size, run_before=before)
 
@@ -188,13 +185,10 @@ def test_triage_with_advice(snap_compare: Any, runs: Path, oom_log: Path, size: 
     app = ConsoleApp(runs, open_log=oom_log)
 
     async def before(pilot: Any) -> None:
-        for _ in range(200):
-            scr = pilot.app.screen
-            if (
-                type(scr).__name__ == "TriageScreen"
-                and scr.result is not None
-                and scr.query_one("#triage-log").index.scan_done
-            ):
+        await workers_done(pilot, "triage")
+        assert pilot.app.screen.result is not None
+        for _ in range(200):  # the index worker follows the file on: it never ends, its scan does
+            if pilot.app.screen.query_one("#triage-log").index.scan_done:
                 break
             await pilot.pause(0.05)
         await pilot.press("enter")
@@ -229,11 +223,7 @@ def test_report(snap_compare: Any, runs: Path, size: tuple[int, int]) -> None:
                 break
             await pilot.pause(0.05)
         await pilot.press("r")
-        for _ in range(100):
-            scr = pilot.app.screen
-            if type(scr).__name__ == "ReportScreen" and scr.markdown is not None:
-                break
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await workers_done(pilot, "report")
+        assert pilot.app.screen.markdown is not None
 
     assert snap_compare(app, terminal_size=size, run_before=before)

@@ -7,7 +7,6 @@ Everything follows the run folder contract of console/CONTRACTS.md: ``state.json
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -380,13 +379,3 @@ def runs_dir_from(arg: str | None) -> Path:
     from console.spec import default_runs_dir
 
     return Path(arg or default_runs_dir()).expanduser().resolve()
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError):
-        return False
-    return True

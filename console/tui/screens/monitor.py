@@ -46,7 +46,6 @@ HOST_POLL_S = 2.0
 KEY_METRICS = ("loss", "reward", "token_mult_prob_error", "gen_kl_error", "grad_norm", "lr")
 MAX_METRIC_ROWS = 12
 PLOT_MIN_SIZE = (120, 36)  # columns, rows of the screen: below this, sparklines only
-TABS = ("log", "steps", "metrics", "system", "findings", "verdict")
 
 
 def _bar(used: float, total: float, width: int = 20) -> str:
