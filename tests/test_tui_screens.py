@@ -308,6 +308,36 @@ def test_triage_screen_opens_log_from_prompt(tmp_path: Path) -> None:
     drive(app, body)
 
 
+def test_leaving_triage_cancels_its_worker_and_kills_the_child(tmp_path: Path) -> None:
+    import os
+
+    import psutil
+
+    from console.tui.screens.triage import TriageScreen
+
+    log = tmp_path / "train.log"
+    log.write_text("line 1\n")
+    fifo = tmp_path / "never-written"
+    os.mkfifo(fifo)  # the child blocks reading it: a triage that never ends by itself
+    app = ConsoleApp(tmp_path / "runs")
+    children: list[psutil.Process] = []
+
+    def triage_children() -> list[psutil.Process]:
+        return [p for p in psutil.Process().children(recursive=True) if "triage" in p.cmdline()]
+
+    async def body(pilot: Any) -> None:
+        app.push_screen(TriageScreen([log, fifo]))
+        await wait_for(pilot, lambda: bool(triage_children()))
+        children.extend(triage_children())
+        (worker,) = [w for w in app.workers if w.group == "triage"]
+        await pilot.press("escape")
+        assert screen_name(app) == "HomeScreen" and worker.is_cancelled
+
+    drive(app, body)
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert children and not alive
+
+
 def test_new_run_validates_as_you_type(tmp_path: Path) -> None:
     repo = tmp_path / "nemo-rl"
     (repo / ".git").mkdir(parents=True)

@@ -14,7 +14,7 @@ from textual.worker import get_current_worker
 
 from console.tui import backend
 from console.tui.config import load_config, save_config
-from console.tui.messages import RunCancelled, RunsChanged
+from console.tui.messages import RunCancelled, RunsWatched
 from console.tui.notify import CHANNELS, StateWatcher, announce, settings
 from console.tui.rundata import list_runs
 from console.tui.themes import DEFAULT_THEME, load_themes, resolve_theme_name
@@ -90,13 +90,14 @@ class ConsoleApp(App[int]):
     # -- notifications -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="app-watch-runs")
     def watch_runs(self) -> None:
-        changes = self._watcher.changes(list_runs(self.runs_dir))
-        if changes:
-            self.post_message(RunsChanged(changes))
+        self.post_message(RunsWatched(tuple(list_runs(self.runs_dir))))
 
-    def on_runs_changed(self, message: RunsChanged) -> None:
+    def on_runs_watched(self, message: RunsWatched) -> None:
+        changes = self._watcher.changes(list(message.rows))
+        if not changes:
+            return
         enabled = settings(load_config())
-        for change in message.changes:
+        for change in changes:
             used = announce(change, enabled, self._write_terminal)
             self.announced.append((change.message(), used))
             self.notify(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -100,18 +101,24 @@ def triage_files(paths: list[Path]) -> dict[str, Any]:
     return triage_files(paths)
 
 
-def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, Any]:
+def triage_in_subprocess(paths: list[Path], stop: Callable[[], bool]) -> dict[str, Any] | None:
     """``rl-console triage --json`` in a child process: a multi-GB log's scan never holds the
-    console's GIL (the view stays responsive). ``started(proc)`` gets the process (to stop it)."""
+    console's GIL (the view stays responsive). The child is killed, and None returned, once ``stop()``."""
     import json
 
     argv = [sys.executable, "-m", "console", "triage", "--json", *(str(p) for p in paths)]
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
-    if started is not None:
-        started(proc)
-    out, err = proc.communicate()
+    while True:
+        try:
+            out, err = proc.communicate(timeout=0.2)  # retried after a timeout: no output is lost
+            break
+        except subprocess.TimeoutExpired:
+            if stop():
+                proc.kill()
+                proc.communicate()
+                return None
     try:
         return dict(json.loads(out))
     except ValueError:

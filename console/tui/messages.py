@@ -20,7 +20,7 @@ from console.tui.rundata import RunRow, RunSnapshot
 class RunsListed(Message):
     """The run store was scanned (replaceable: only the newest listing matters)."""
 
-    rows: list[RunRow]
+    rows: tuple[RunRow, ...]
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, RunsListed)
@@ -77,7 +77,7 @@ class RunCancelled(Message):
 
 
 @dataclass
-class RunsChanged(Message):
-    """Runs changed state since the last look (``console.tui.notify.Change`` items)."""
+class RunsWatched(Message):
+    """The app's look at the run store: its handler (on the UI thread) finds what changed state."""
 
-    changes: list[Any]
+    rows: tuple[RunRow, ...]
