@@ -51,6 +51,7 @@ class ConsoleApp(App[int]):
         self._themes_ready = False
         self._watcher = StateWatcher()
         self.announced: list[tuple[str, list[str]]] = []  # (message, channels): tests and Help read it
+        self.compare_mark: Path | None = None  # the baseline marked with m on Home
 
     # -- themes ------------------------------------------------------------------------------
     def _setup_themes(self) -> None:
