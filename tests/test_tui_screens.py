@@ -110,6 +110,35 @@ def test_monitor_follows_a_growing_log_and_state(tmp_path: Path) -> None:
     drive(app, body)
 
 
+def test_step_log_keys_switch_the_followed_log(tmp_path: Path) -> None:
+    """[ and ] show another step's log: a new follower worker; the old one's lines never mix in."""
+    runs = tmp_path / "runs"
+    run = write_run(runs, log_lines=30)
+    (run / "logs/02-second.log").write_text("".join(f"second {i}\n" for i in range(5)))
+    state = json.loads((run / "state.json").read_text())
+    state["steps"].append({**state["steps"][0], "name": "second", "log": "logs/02-second.log"})
+    state["current_step"] = 1
+    (run / "state.json").write_text(json.dumps(state))
+    app = ConsoleApp(runs, open_run=run)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
+        mon = app.screen
+        view = mon.query_one("#logview", LogView)
+        bar = mon.query_one("#log-bar")
+        await wait_for(pilot, lambda: view.total_lines == 5)
+        assert "logs/02-second.log" in str(bar.render())
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: view.total_lines == 30)
+        assert mon.log_index == 0 and "logs/01-demo-grpo.log" in str(bar.render())
+        assert view.lines[0].startswith("step 1/20") and view.lines[-1].startswith("step 30/20")
+        await pilot.press("right_square_bracket")  # back to the current step's log, followed
+        await wait_for(pilot, lambda: view.total_lines == 5)
+        assert mon.log_index is None and [ln.split()[0] for ln in view.lines] == ["second"] * 5
+
+    drive(app, body)
+
+
 def test_findings_and_rerun_with_fix_confirm(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     failing = write_run(runs, "20261121-223700-demo-l0", status="failed", verdict="Fail", failing=True)
