@@ -232,8 +232,8 @@ class MonitorScreen(Screen[None]):
 
     def on_log_lines(self, message: LogLines) -> None:
         message.taken.set()
-        if message.gen != self._log_gen:
-            return  # from the follower of a log no longer shown
+        if message.gen != self._log_gen or not self.is_attached:
+            return  # from the follower of a log no longer shown, or the screen is being closed
         self.query_one("#logview", LogView).append_lines(message.lines)
         self._render_log_bar()
         self.call_after_refresh(self._render_log_bar)  # the lines' width is known after layout
