@@ -415,7 +415,7 @@ def test_finding_early_in_a_big_log_opens_the_whole_file_at_its_line(tmp_path: P
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TriageScreen", timeout=10)
         view = app.screen.query_one("#triage-log")
         await wait_for(pilot, lambda: view.target == 10 and view.line_count >= 10)
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert view.scroll_offset.y <= 9 < view.scroll_offset.y + view.size.height
         assert "OutOfMemoryError" in view.index.line(10)
 

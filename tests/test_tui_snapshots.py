@@ -62,7 +62,7 @@ def test_monitor_findings(snap_compare: Any, runs: Path, size: tuple[int, int]) 
                 break
             await pilot.pause(0.05)
         await pilot.press("5")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -78,7 +78,7 @@ def test_monitor_log(snap_compare: Any, runs: Path, size: tuple[int, int]) -> No
                 break
             await pilot.pause(0.05)
         await pilot.press("slash", *"loss=0.1", "enter")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -102,7 +102,7 @@ def test_new_run_first_question(snap_compare: Any, runs: Path, size: tuple[int, 
     async def before(pilot: Any) -> None:
         await open_new_run(pilot)
         await pilot.press("down", "down", "space")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=size, run_before=before)
 
@@ -114,13 +114,13 @@ def test_new_run_level_proves(snap_compare: Any, runs: Path, level: int) -> None
     async def before(pilot: Any) -> None:
         scr = await open_new_run(pilot)
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         scr.query_one("#touched").select("weight-mapping-refit")
-        await pilot.pause(0.1)
+        await pilot.pause()
         levels = scr.query_one("#levels")
         levels.focus()
         levels.highlighted = level
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=(80, 24), run_before=before)
 
@@ -129,12 +129,12 @@ def test_new_run_level_proves_160x48(snap_compare: Any, runs: Path) -> None:
     async def before(pilot: Any) -> None:
         scr = await open_new_run(pilot)
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         scr.query_one("#touched").select("checkpoint-export")
         levels = scr.query_one("#levels")
         levels.focus()
         levels.highlighted = 1
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=(160, 48), run_before=before)
 
@@ -144,7 +144,7 @@ def test_new_run_variant_and_error_in_own_words(snap_compare: Any, runs: Path, s
     async def before(pilot: Any) -> None:
         scr = await open_new_run(pilot)
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         variants = scr.query_one("#variants")
         variants.focus()
         variants.highlighted = 3
@@ -165,7 +165,7 @@ def test_new_run_demo_variant_then_launch_keys(snap_compare: Any, runs: Path) ->
         variants.focus()
         variants.highlighted = 0
         await pilot.press("space")
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=(80, 24), run_before=before)
 
@@ -192,7 +192,7 @@ def test_triage_with_advice(snap_compare: Any, runs: Path, oom_log: Path, size: 
                 break
             await pilot.pause(0.05)
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -208,7 +208,7 @@ def test_monitor_metrics(snap_compare: Any, runs: Path, size: tuple[int, int]) -
                 break
             await pilot.pause(0.05)
         await pilot.press("3")
-        await pilot.pause(0.4)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 

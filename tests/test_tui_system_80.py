@@ -120,7 +120,7 @@ def _system_tab(tmp_path: Path, events: list[Event], ready: str) -> dict[str, An
                 if ready in text and all(p.content_region.width for p in panels.values()):
                     break
                 await pilot.pause(0.05)
-            await pilot.pause(0.2)
+            await pilot.pause()
             for name, panel in panels.items():
                 shown = panel.render_lines(Region(0, 0, panel.size.width, panel.size.height))
                 seen[name] = (

@@ -11,7 +11,6 @@ import atexit
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -178,10 +177,6 @@ def write_run(
         state["supervisor_pid"], state["supervisor_create_time"] = supervisor_stand_in(run)
     (run / "state.json").write_text(json.dumps(state))
     return run
-
-
-def now() -> float:
-    return time.time()
 
 
 # -- driving the app (Textual's pilot) --------------------------------------------------------------
