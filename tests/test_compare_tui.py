@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import workers_done  # noqa: E402
+from tui_helpers import drive, wait_for, workers_done  # noqa: E402
 
 from console.tui.app import ConsoleApp  # noqa: E402
 from console.tui.screens.compare import CompareScreen  # noqa: E402
@@ -145,12 +144,9 @@ def test_compare_screen_snapshot(snap_compare: Any, runs: Path, size: tuple[int,
 
 
 def test_compare_screen_content(runs: Path) -> None:
-    asyncio.run(_test_compare_screen_content(runs))
-
-
-async def _test_compare_screen_content(runs: Path) -> None:
     app = ConsoleApp(runs)
-    async with app.run_test(size=(80, 24)) as pilot:
+
+    async def body(pilot: Any) -> None:
         await open_compare(pilot, runs)
         scr = app.screen
         assert isinstance(scr, CompareScreen)
@@ -166,14 +162,13 @@ async def _test_compare_screen_content(runs: Path) -> None:
         await workers_done(pilot, "compare")
         assert scr.result["baseline"]["id"] == CAND and scr.result["verdict"] == "Changed"
 
+    drive(app, body)
+
 
 def test_home_mark_then_compare_and_latest_peer(runs: Path) -> None:
-    asyncio.run(_test_home_mark_then_compare_and_latest_peer(runs))
-
-
-async def _test_home_mark_then_compare_and_latest_peer(runs: Path) -> None:
     app = ConsoleApp(runs)
-    async with app.run_test(size=(80, 24)) as pilot:
+
+    async def body(pilot: Any) -> None:
         await workers_done(pilot, "home-scan")
         home = app.screen
         assert len(home.rows) == 3
@@ -200,18 +195,16 @@ async def _test_home_mark_then_compare_and_latest_peer(runs: Path) -> None:
         await pilot.pause()
         assert app.screen is home
 
+    drive(app, body)
+
 
 def test_monitor_c_compares_with_latest_peer(runs: Path) -> None:
-    asyncio.run(_test_monitor_c_compares_with_latest_peer(runs))
-
-
-async def _test_monitor_c_compares_with_latest_peer(runs: Path) -> None:
     app = ConsoleApp(runs, open_run=runs / BASE)
-    async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            if type(app.screen).__name__ == "MonitorScreen":
-                break
-            await pilot.pause(0.05)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "MonitorScreen")
         await pilot.press("C")
         await settle_compare(pilot)
         assert (app.screen.baseline.name, app.screen.candidate.name) == (BASE, CAND)
+
+    drive(app, body)
