@@ -65,12 +65,13 @@ def test_unknown_error_evidence_is_the_deepest_causal_exception(tmp_path: Path) 
     text = (REAL / "extension_build_ninja.log").read_text()
     res = tri("extension_build_ninja")
     assert res["primary"]["class"] == "missing_dependency"  # the build line names the cause
-    # without the build lines, nothing names it: the deepest exception (the ninja failure) is the evidence
+    # without the build lines the deepest exception (the ninja failure, printed first) is the evidence; its
+    # own family (jit_extension_build_failed) names it, not the RuntimeError raised from it
     body = text[text.index("Traceback") :]
     p = tmp_path / "x.log"
     p.write_text(body)
     res = triage_files([p])
-    assert res["primary"]["class"] == "unknown_error"
+    assert res["primary"]["class"] == "missing_dependency"
     assert "CalledProcessError" in res["primary"]["evidence"]
 
 
