@@ -18,6 +18,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from console.catalog.schema import RedactionCatalog, validate
+
 MASK = "***"
 _CATALOG = Path(__file__).resolve().parent / "catalog" / "redaction.toml"
 # Values that look like well-known tokens wherever they appear in text.
@@ -45,7 +47,7 @@ MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literall
 @cache
 def _rules() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
     with open(_CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
+        data: RedactionCatalog = validate(tomllib.load(fh), RedactionCatalog, _CATALOG.name)
     return (
         frozenset(w.lower() for w in data["secret_words"]),
         tuple(f.lower() for f in data.get("secret_fragments") or ()),

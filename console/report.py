@@ -12,6 +12,7 @@ A finished run's verdict is the one recorded at its end (``triage.json``, the sa
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +165,7 @@ def _rerun_line(extra: dict[str, Any]) -> str:
     )
 
 
-def _state(run_dir: Path) -> dict[str, Any]:
+def _state(run_dir: Path) -> Mapping[str, Any]:
     """``state.json`` as it is (callers settle a run whose supervisor is lost before they ask for
     its report: ``console.runs.recover.current_state``); {} when unreadable."""
     try:
@@ -262,7 +263,8 @@ def render_json(
         out["baseline_comparison"] = [str(x) for x in comparison]
     if v.get("reason"):
         out["reason"] = v["reason"]
-    return redact_obj(out)
+    redacted: dict[str, Any] = redact_obj(out)
+    return redacted
 
 
 def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:

@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from console.catalog.schema import CompareCatalog, validate
 from console.errors import SpecError
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "compare.toml"
@@ -61,9 +62,11 @@ class Rules:
 
 
 @cache
-def _catalog() -> dict[str, Any]:
+def _catalog() -> CompareCatalog:
     with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
+        data = tomllib.load(fh)
+    catalog: CompareCatalog = validate(data, CompareCatalog, CATALOG.name)
+    return catalog
 
 
 def known_frameworks() -> list[str]:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 import tomllib
 from pathlib import Path
-from typing import Any
+
+from console.catalog.schema import DoctorCatalog, validate
 
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "catalog" / "doctor.toml"
 
 
 @functools.lru_cache(maxsize=1)
-def doctor_catalog() -> dict[str, Any]:
+def doctor_catalog() -> DoctorCatalog:
     with CATALOG_PATH.open("rb") as fh:
-        return tomllib.load(fh)
+        data = tomllib.load(fh)
+    catalog: DoctorCatalog = validate(data, DoctorCatalog, CATALOG_PATH.name)
+    return catalog

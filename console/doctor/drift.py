@@ -7,6 +7,7 @@ the checkouts' own commits.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from console.doctor.context import DoctorContext
@@ -27,7 +28,7 @@ def verified_line(framework: str, repo: Any, bridge: Any) -> str:
     ]
     ref = ", ".join(f"{name} {str(info.get('commit') or '?')[:12]}" for name, info, _ in pairs)
     mine = ", ".join(
-        f"{name} {(full_head(str(path)) or '?')[:12] if path else 'not given'}" for name, _, path in pairs
+        f"{name} {(full_head(Path(path)) or '?')[:12] if path else 'not given'}" for name, _, path in pairs
     )
     return f"catalog verified against upstream {ref}; checkouts here: {mine}"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import bridge_probe, python_argv, run_interpreter
@@ -123,7 +123,7 @@ def judge_import(
     )
 
 
-def _timeout(ctx: DoctorContext, key: str) -> float:
+def _timeout(ctx: DoctorContext, key: Literal["import_timeout_s", "ray_timeout_s"]) -> float:
     return float(ctx.catalog["defaults"][key])
 
 

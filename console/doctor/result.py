@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.catalog import CatalogError
 from console.doctor.catalog import doctor_catalog
 
 STATUS_RANK = {"ok": 0, "warn": 1, "block": 2}
@@ -43,7 +44,7 @@ def merge_remedies(remedies: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-class _Facts(dict):
+class _Facts(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
@@ -51,6 +52,8 @@ class _Facts(dict):
 def advice_for(check_id: str, case: str, **facts: Any) -> tuple[str, str]:
     """(status, advice) of a case of a check, from the catalog."""
     entry = doctor_catalog()["checks"][check_id][case]
+    if isinstance(entry, str):
+        raise CatalogError(f"doctor.toml: checks.{check_id}.{case} is a string, not a case table")
     advice = string.Formatter().vformat(entry.get("advice", ""), (), _Facts(facts))
     return entry["status"], advice
 

@@ -16,7 +16,7 @@ CHECK_ID = "tools"
 _FALSE = ("false", "False", "0", "null", "None", "none")
 _NVTX_PROBE = (
     f"import importlib.util, json; "
-    f"print({MARKER!r} + json.dumps(importlib.util.find_spec('nvtx') is not None))"
+    f"print({MARKER!r} + json.dumps({{'nvtx': importlib.util.find_spec('nvtx') is not None}}))"
 )
 
 
@@ -67,7 +67,7 @@ def profiler_item(ctx: DoctorContext) -> Item:
         return Item("ok", "profiler: disabled by override")
     argv, label = python_argv(ctx)
     probe = run_probe([*argv, "-c", _NVTX_PROBE], ctx.env, ctx.cwd, 60)
-    has_nvtx = probe.payload is True
+    has_nvtx = bool((probe.payload or {}).get("nvtx"))
     nsys = ctx.probes.which("nsys")
     evidence = (
         f"nvtx: {'importable' if has_nvtx else 'not importable'} by {label}; nsys: {nsys or 'not on PATH'}"

@@ -158,7 +158,8 @@ class ManifestSource:
         self.label = f"upstream manifest ({commits})"
 
     def _repo(self, role: str) -> dict[str, Any]:
-        return self.m.get("repos", {}).get(self.roles.get(role, role), {})
+        repo: dict[str, Any] = self.m.get("repos", {}).get(self.roles.get(role, role), {})
+        return repo
 
     def has_path(self, role: str, rel: str) -> bool:
         return rel in set(self._repo(role).get("files", []))
@@ -213,9 +214,10 @@ def manifest_commits(
 @cache
 def load_manifest(path: str = str(MANIFEST_PATH)) -> dict[str, Any]:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return manifest
 
 
 def closest(item: str, pool: Iterable[str]) -> str | None:

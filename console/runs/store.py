@@ -8,10 +8,11 @@ from typing import Any
 
 from console.errors import RunNotFound
 from console.rundir.ids import looks_like_run_dir
+from console.rundir.model import State
 from console.runs.recover import current_state
 
 
-def progress_of(state: dict[str, Any]) -> str:
+def progress_of(state: State) -> str:
     """``done/total`` steps, e.g. ``2/3``."""
     steps = state.get("steps") or []
     done = sum(1 for s in steps if s.get("status") in ("passed", "failed", "skipped", "cancelled"))

@@ -562,8 +562,10 @@ class TriageEngine:
             return
         fm = _FRAME_RE.match(body)
         if fm:
-            tb = self._tbs.get(prefix)
-            if tb is None:  # an excerpt that starts inside a traceback
+            found = self._tbs.get(prefix)
+            if found is not None:
+                tb = found
+            else:  # an excerpt that starts inside a traceback
                 tb = _Traceback(start=lineno, noise=prefix in self._noise_pending)
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb

@@ -105,7 +105,9 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     return out
 
 
-def _death_finding(engine: TriageEngine, exit_code: int | None, completed: bool, finding_cls: Any) -> Finding:
+def _death_finding(
+    engine: TriageEngine, exit_code: int | None, completed: bool, finding_cls: type[Finding]
+) -> Finding:
     """The run died and no rule explains it: unknown_error (teardown_crash after completion), with the
     deepest causal exception line as evidence, else the fatal line, else the exit code."""
     cls = "teardown_crash" if completed else "unknown_error"

@@ -7,8 +7,10 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+from console.catalog import CatalogError as SchemaError
+from console.catalog.schema import TriageRulesCatalog, validate
 from console.errors import ConsoleError
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.toml"
@@ -48,6 +50,13 @@ class CatalogError(ConsoleError):
     """The triage catalog is malformed (a bug in the data, reported as one line)."""
 
 
+class FrameworkAdvice(TypedDict, total=False):
+    """A class's advice and remedy for one framework, where they differ from its own."""
+
+    advice: str
+    remedy: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class ClassInfo:
     id: str
@@ -56,7 +65,7 @@ class ClassInfo:
     tier: int
     advice: str
     remedy: dict[str, Any]
-    by_framework: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_framework: dict[str, FrameworkAdvice] = field(default_factory=dict)
     explains: tuple[str, ...] = ()  # classes this one explains when both are found (it wins)
 
     def advice_for(self, framework: str) -> str:
@@ -151,7 +160,8 @@ class Catalog:
     def literals(self) -> list[str]:
         """Every literal the prefilter needs (rules and markers), deduplicated, in a stable order."""
         seen: dict[str, None] = {}
-        for item in (*self.rules, *self.markers):
+        items: tuple[Rule | Marker, ...] = (*self.rules, *self.markers)
+        for item in items:
             for lit in item.literals:
                 seen.setdefault(lit, None)
         return list(seen)
@@ -198,9 +208,9 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         verdict = c.get("verdict")
         if verdict not in VERDICTS:
             raise CatalogError(f"{where}: verdict must be one of {VERDICTS}")
-        by_fw: dict[str, dict[str, Any]] = {}
+        by_fw: dict[str, FrameworkAdvice] = {}
         for fw, extra in (c.get("by_framework") or {}).items():
-            entry: dict[str, Any] = {}
+            entry: FrameworkAdvice = {}
             if "advice" in extra:
                 entry["advice"] = str(extra["advice"])
             if "remedy" in extra:
@@ -355,6 +365,10 @@ def load_catalog(path: Path | None = None) -> Catalog:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CatalogError(f"cannot read triage catalog {path}: {exc}") from None
+    try:
+        validate(data, TriageRulesCatalog, path.name)
+    except SchemaError as exc:
+        raise CatalogError(str(exc)) from None
     return parse_catalog(data)
 
 

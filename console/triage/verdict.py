@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,7 @@ def _triage_step(
     return res, ev
 
 
-def _status_of(step_state: dict[str, Any]) -> str:
+def _status_of(step_state: Mapping[str, Any]) -> str:
     return str(step_state.get("status") or "pending")
 
 
@@ -290,6 +291,7 @@ class _Context:
         return out
 
     def check(self, check_id: str) -> dict[str, Any] | None:
+        c: dict[str, Any]
         for c in self.doctor.get("checks") or []:
             if c.get("id") == check_id or c.get("name") == check_id:
                 return c
@@ -434,7 +436,7 @@ def _train_criteria(ctx: _Context, step: dict[str, Any], r: dict[str, Any]) -> l
 
 
 def _titles(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
-    return ", ".join(s.get("title") or s.get("name") for s, _ in items)
+    return ", ".join(str(s.get("title") or s.get("name")) for s, _ in items)
 
 
 def _unmet(
@@ -510,7 +512,7 @@ def _capture(ctx: _Context) -> dict[str, Any]:
     wants_metrics = ctx.framework in ("nemo-rl", "demo") or bool(ctx.of("metrics"))
     name = "Metrics/log capture" if wants_metrics else "Log capture"
     train = [(s, r) for s, r in ctx.of("framework_run") + ctx.of("variant") if s.get("kind") == "train"]
-    logs = [r.get("log") for _, r in train if r.get("log")]
+    logs: list[str] = [r["log"] for _, r in train if r.get("log")]
     if not train:
         return {"name": name, "status": "Skipped", "detail": "no training step"}
     if any(r.get("status") in ("pending", "running") for _, r in train) and not logs:
@@ -546,7 +548,7 @@ def _capture(ctx: _Context) -> dict[str, Any]:
 
 
 def _overall(
-    state: dict[str, Any], deliverables: list[dict[str, Any]], primary: dict[str, Any] | None
+    state: Mapping[str, Any], deliverables: list[dict[str, Any]], primary: dict[str, Any] | None
 ) -> str:
     if state.get("status") == "cancelled" or state.get("verdict") == "Cancelled":
         return "Cancelled"

@@ -24,6 +24,7 @@ from typing import Any
 from console.events import Event, EventBus
 from console.fileio import read_json
 from console.rundir.lockfile import LockFile, is_locked
+from console.rundir.model import State
 from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.finalize import record_verdict
 from console.runs.pipeline import Pipeline, run_outcome
@@ -130,7 +131,7 @@ def cancel(job_id: str) -> None:
 
 def cancel_run(run_dir: Path) -> str | None:
     """Mark the run cancel-requested and ``scancel`` its job; returns the job id (None if never submitted)."""
-    state = update_state(Path(run_dir), lambda s: s.update(cancel_requested=True))
+    state = update_state(Path(run_dir), lambda s: s.update({"cancel_requested": True}))
     job_id = state.get("slurm_job_id")
     if job_id:
         cancel(str(job_id))
@@ -303,11 +304,11 @@ class Follower:
         if not changed:
             return
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             for i in changed:
                 status, code, started = scanned[i]
                 st = s["steps"][i]
-                st.update(status=status, exit_code=code)
+                st.update({"status": status, "exit_code": code})
                 if started and not st.get("started"):
                     st["started"] = started
                 if status in ("passed", "failed"):
@@ -336,12 +337,14 @@ class Follower:
         phase = status.phase
         job_logs_rel = job_logs(self.run_dir, self.job_id, self.mode)
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             s.update(
-                slurm_state=status.state,
-                slurm_reason=status.reason,
-                slurm_nodes=status.nodes,
-                slurm_logs=job_logs_rel,
+                {
+                    "slurm_state": status.state,
+                    "slurm_reason": status.reason,
+                    "slurm_nodes": status.nodes,
+                    "slurm_logs": job_logs_rel,
+                }
             )
             if phase == "active" and s.get("status") == "pending":
                 s["status"] = "running"
@@ -398,7 +401,7 @@ class Follower:
         ended = self.now()
         events: list[Event] = []
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             if verdict == "Blocked" and status.phase == "done":
                 # the node died under the last started step: its exit code is not evidence (srun
                 # even exits 0 after "srun: error: Node failure on <node>")
@@ -453,7 +456,7 @@ class Follower:
         update_state(self.run_dir, change)
         return events
 
-    def _launch_failure(self, state: dict[str, Any]) -> dict[str, Any] | None:
+    def _launch_failure(self, state: State) -> dict[str, Any] | None:
         """A failed step whose log shows srun could not launch it: the node_failure primary."""
         lf = states.launch_failure()
         for i, st in enumerate(state.get("steps") or []):
@@ -512,7 +515,7 @@ class Follower:
 
     def _finish(
         self, verdict: str | None, reason: str | None, status: JobStatus, class_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> State:
         """The run's end: settle the steps, decide the verdict as a local run would, let the job
         state add what only it knows, write triage.json and the final state."""
         job_decided = verdict is not None
@@ -564,14 +567,16 @@ class Follower:
         except OSError as exc:
             print(f"rl-console follow: cannot record the verdict: {exc}", file=sys.stderr, flush=True)
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             s.update(
-                status=final_status,
-                verdict=verdict,
-                ended=self.now(),
-                slurm_state=status.state,
-                slurm_reason=reason or status.reason,
-                slurm_exit_code=status.exit_code,
+                {
+                    "status": final_status,
+                    "verdict": verdict,
+                    "ended": self.now(),
+                    "slurm_state": status.state,
+                    "slurm_reason": reason or status.reason,
+                    "slurm_exit_code": status.exit_code,
+                }
             )
 
         state = update_state(self.run_dir, change)
@@ -601,7 +606,7 @@ class Follower:
             ev.step = self.pipeline.step.name if self.pipeline.step else None
             self.bus.publish(ev)
 
-    def step(self) -> dict[str, Any] | None:
+    def step(self) -> State | None:
         """One poll. Returns the final state when the job has ended, else None."""
         job_id = self.job_id
         status = poll(job_id)
@@ -631,7 +636,7 @@ class Follower:
 
     def run(
         self, max_s: float | None = None, give_up_s: float = GIVE_UP_S, lock: LockFile | None = None
-    ) -> dict[str, Any]:
+    ) -> State:
         deadline = None if max_s is None else time.monotonic() + max_s
         failing_since: float | None = None
         try:
@@ -675,7 +680,7 @@ class Follower:
             self.bus.close()
 
 
-def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> dict[str, Any]:
+def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> State:
     """Update the run's state.json and events.jsonl until its job ends; return the final state.
 
     Only one follower per run works at a time (``slurm/follow.lock``: flock, or an O_EXCL lock file
@@ -731,7 +736,7 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
             close_fds=True,
             env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
         )
-    update_state(run_dir, lambda s: s.update(follower_pid=proc.pid))
+    update_state(run_dir, lambda s: s.update({"follower_pid": proc.pid}))
     return proc.pid
 
 

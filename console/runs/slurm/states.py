@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from console.catalog.schema import SlurmCatalog, validate
+
 CATALOG = Path(__file__).resolve().parents[2] / "catalog" / "slurm.toml"
 
 
@@ -22,9 +24,11 @@ class StateMeaning:
 
 
 @lru_cache(maxsize=1)
-def _catalog() -> dict[str, Any]:
+def _catalog() -> SlurmCatalog:
     with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
+        data = tomllib.load(fh)
+    catalog: SlurmCatalog = validate(data, SlurmCatalog, CATALOG.name)
+    return catalog
 
 
 def meaning(state: str) -> StateMeaning:
