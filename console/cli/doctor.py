@@ -23,7 +23,7 @@ _MARK = {"ok": "ok", "warn": "WARN", "block": "BLOCK"}
 def build_plan_if_available(spec: RunSpec) -> Any:
     """The plan builder's Plan when it exists; its SpecError (bad spec) propagates as exit 2."""
     try:
-        from console.plan import build_plan  # type: ignore[attr-defined]
+        from console.plan import build_plan
     except ImportError:
         return None
     return build_plan(spec)

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ def _exit_for(run_dir: Path) -> int:
 def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
     """Follow a run: the TUI's monitor when it is there and not ``headless``; else headless lines."""
     if not headless:
+        open_run: Callable[[Path, Path], int] | None
         try:
             from console.tui.launch import open_run
         except ImportError:

@@ -37,7 +37,7 @@ def _last_progress(events_path: Path) -> dict[str, Any] | None:
         if b'"progress"' not in raw:
             continue
         try:
-            obj = json.loads(raw)
+            obj: dict[str, Any] = json.loads(raw)
         except ValueError:
             continue
         if obj.get("type") == "progress":
@@ -204,7 +204,7 @@ class RunModel:
         snap = self.snapshot
         state = read_current_state(self.run_dir)
         if isinstance(state, dict):
-            snap.state = state
+            snap.state = dict(state)
         events = self._events.read()
         for ev in events:
             self._apply(ev)

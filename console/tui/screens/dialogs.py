@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -80,7 +81,7 @@ class PathPrompt(ModalScreen[Path | None]):
         self.dismiss(None)
 
 
-def confirm_cancel(screen: Screen, run_dir: Path, run_id: str, live: bool) -> None:
+def confirm_cancel(screen: Screen[Any], run_dir: Path, run_id: str, live: bool) -> None:
     """Ask, then cancel the run in a background thread (SIGINT -> SIGTERM -> SIGKILL takes time)."""
     app = screen.app
     if not live:

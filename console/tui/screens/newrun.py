@@ -290,7 +290,9 @@ class NewRunScreen(Screen[None]):
             self._load_catalog(event.value)
             self.plan = None
 
-    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+    def on_selection_list_selection_highlighted(
+        self, event: SelectionList.SelectionHighlighted[str | int]
+    ) -> None:
         listing = event.selection_list
         value = listing.get_option_at_index(event.selection_index).value
         if listing.id == "levels":
@@ -334,10 +336,10 @@ class NewRunScreen(Screen[None]):
                 + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch"
             )
 
-    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str | int]) -> None:
         self.plan = None
         if event.selection_list.id == "touched":
-            self._recommend(list(event.selection_list.selected))
+            self._recommend([str(v) for v in event.selection_list.selected])
         self._check_choice()
 
     def choice_summary(self) -> str:
