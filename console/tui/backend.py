@@ -7,9 +7,13 @@ checker sees every edge): the console starts without paying for Hydra, the triag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.errors import ConsoleError
+
+if TYPE_CHECKING:
+    from console.catalog import FrameworkCatalog
+    from console.plan import LevelInfo
 
 
 def build_plan(spec: Any) -> Any:
@@ -18,7 +22,7 @@ def build_plan(spec: Any) -> Any:
     return build_plan(spec)
 
 
-def catalog_levels(framework: str) -> Any:
+def catalog_levels(framework: str) -> list[LevelInfo]:
     from console.plan import catalog_levels
 
     return catalog_levels(framework)
@@ -36,7 +40,7 @@ def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
     return validate_overrides(overrides, repo=repo)
 
 
-def framework_catalog(framework: str) -> Any:
+def framework_catalog(framework: str) -> FrameworkCatalog:
     """The framework's catalog: ``.levels`` (with ``requires_variant``) and ``.variants`` (name, levels,
     title, mode, proves, args, needs_model)."""
     from console.catalog import load_framework
