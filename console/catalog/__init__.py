@@ -442,8 +442,10 @@ def load_framework(name: str) -> FrameworkCatalog:
 @cache
 def load_guidance() -> tuple[TouchedArea, ...]:
     """The "what did your change touch?" answers and the levels each framework requires for them."""
+    from console.catalog.schema import GuidanceCatalog, validate
+
     path = CATALOG_DIR / "guidance.toml"
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = validate(tomllib.loads(path.read_text(encoding="utf-8")), GuidanceCatalog, path.name)
     areas = []
     for raw in data.get("touched", []):
         t = _check(raw, TOUCHED_KEYS, f"{path.name} [[touched]]")

@@ -73,12 +73,17 @@ def _check(value: Any, shape: Any, source: str, where: str) -> None:
         return
     origin = get_origin(shape)
     if origin in (Union, types.UnionType):
+        errors = []
         for option in get_args(shape):
             try:
                 _check(value, option, source, where)
                 return
-            except CatalogError:
-                continue
+            except CatalogError as exc:
+                errors.append((option, exc))
+        # a table that fails its table shape: say what is wrong inside it, not "expected table"
+        inside = [exc for option, exc in errors if isinstance(value, dict) == _is_table(option)]
+        if len(inside) == 1:
+            raise inside[0]
         raise _fail(source, where, shape, value)
     if origin is Literal:
         if value not in get_args(shape):
@@ -105,6 +110,10 @@ def _check(value: Any, shape: Any, source: str, where: str) -> None:
     )
     if not ok:
         raise _fail(source, where, shape, value)
+
+
+def _is_table(shape: Any) -> bool:
+    return is_typeddict(shape) or get_origin(shape) is dict
 
 
 def _join(where: str, key: object) -> str:
@@ -397,3 +406,27 @@ class TriageRulesCatalog(TypedDict):
     frame_rule: NotRequired[list[TriageFrameRule]]
     learning_levels: NotRequired[dict[str, int]]
     limitation: NotRequired[list[TriageLimitation]]
+
+
+# ---------------------------------------------------------------- guidance.toml
+
+TouchedEntry = TypedDict(
+    "TouchedEntry",
+    {"id": str, "label": str, "nemo-rl": list[int], "verl": list[int], "demo": list[int]},
+)
+
+
+class GuidanceCatalog(TypedDict):
+    touched: list[TouchedEntry]
+
+
+# Every data file of the catalog folder but the framework catalogs (``[framework]`` files, checked by
+# ``console.catalog.parse_framework``), with its shape.
+SHAPES: dict[str, Any] = {
+    "compare.toml": CompareCatalog,
+    "doctor.toml": DoctorCatalog,
+    "guidance.toml": GuidanceCatalog,
+    "redaction.toml": RedactionCatalog,
+    "slurm.toml": SlurmCatalog,
+    "triage_rules.toml": TriageRulesCatalog,
+}
