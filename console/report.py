@@ -199,7 +199,7 @@ def render_json(
     run_dir = Path(run_dir)
     v = verdict if verdict is not None else (None if recompute else recorded_verdict(run_dir))
     if v is None:
-        v = run_verdict(run_dir)
+        v = dict(run_verdict(run_dir))
         state = _state(run_dir)
         if state.get("status") in ("passed", "failed", "blocked", "cancelled") and state.get("verdict"):
             v["verdict"] = state["verdict"]

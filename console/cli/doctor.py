@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from console import exitcodes
+from console.doctor.model import DoctorResult, Remedy
 from console.doctor.registry import run_doctor
 from console.spec import RunSpec, spec_from_args
 
@@ -29,7 +30,7 @@ def build_plan_if_available(spec: RunSpec) -> Any:
     return build_plan(spec)
 
 
-def format_table(result: dict[str, Any], width: int | None = None) -> str:
+def format_table(result: DoctorResult, width: int | None = None) -> str:
     width = width or max(60, min(shutil.get_terminal_size((100, 20)).columns, 140))
     id_w = max(len(c["id"]) for c in result["checks"]) if result["checks"] else 10
     lines = [f"{'CHECK':<{id_w}}  {'STATUS':<6}  EVIDENCE"]
@@ -52,7 +53,7 @@ def format_table(result: dict[str, Any], width: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def _remedy_text(remedy: dict[str, Any]) -> str:
+def _remedy_text(remedy: Remedy) -> str:
     parts = [f"{k}={v}" for k, v in remedy.get("env", {}).items()]
     parts += [f"unset {n}" for n in remedy.get("unset", [])]
     parts += list(remedy.get("overrides", []))
@@ -89,7 +90,7 @@ def progress_line(what: str) -> Iterator[None]:
         sys.stderr.flush()
 
 
-def exit_code(result: dict[str, Any]) -> int:
+def exit_code(result: DoctorResult) -> int:
     return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.gitinfo import full_head
+from console.doctor.model import Check
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding
 from console.plan.resolve import load_manifest
 
@@ -33,7 +34,7 @@ def verified_line(framework: str, repo: Any, bridge: Any) -> str:
     return f"catalog verified against upstream {ref}; checkouts here: {mine}"
 
 
-def check_catalog_drift(ctx: DoctorContext) -> dict[str, Any]:
+def check_catalog_drift(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     drift = list((ctx.plan or {}).get("drift") or [])

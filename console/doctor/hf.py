@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from console.catalog.schema import WrapperModel
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import python_argv
+from console.doctor.model import Check, Remedy
 from console.doctor.probe import MARKER, ProbeResult, run_probe
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, advice_for, combine, finding, make_remedy
 
@@ -81,7 +81,7 @@ def verl_model_path(ctx: DoctorContext) -> Path | None:
     return ctx.path_setting("MODEL_PATH", ctx.catalog["paths"]["verl_model_path"])
 
 
-def pin_remedy(ctx: DoctorContext, path: Path) -> dict[str, Any]:
+def pin_remedy(ctx: DoctorContext, path: Path) -> Remedy:
     """Switch the run to the snapshot path, offline."""
     if ctx.framework == "nemo-rl":
         return make_remedy(
@@ -140,7 +140,7 @@ def _load(ctx: DoctorContext, paths: list[Path]) -> tuple[ProbeResult, str]:
     return probe, label
 
 
-def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
+def check_hf_snapshot(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     if ctx.framework == "nemo-rl":
@@ -164,7 +164,7 @@ def _offline(ctx: DoctorContext) -> bool:
     ) not in ("", "0")
 
 
-def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, Any]:
+def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> Check:
     """Several models (one per selected level's wrapper): each must be in the cache and load offline."""
     cache = hub_cache(ctx.env)
     offline = _offline(ctx)
@@ -227,7 +227,7 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
     return entry
 
 
-def check_one(ctx: DoctorContext, model: str, steps: str) -> dict[str, Any]:
+def check_one(ctx: DoctorContext, model: str, steps: str) -> Check:
     cache = hub_cache(ctx.env)
     local = local_model_path(ctx, model)
     path = local or snapshot_dir(cache, model)

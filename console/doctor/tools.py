@@ -4,11 +4,11 @@ fingerprint and TORCH_CUDA_ARCH_LIST."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.devices import cuda_arch_list
 from console.doctor.interpreter import python_argv
+from console.doctor.model import Check
 from console.doctor.probe import MARKER, run_probe
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding, make_remedy
 
@@ -20,7 +20,7 @@ _NVTX_PROBE = (
 )
 
 
-def check_tools(ctx: DoctorContext) -> dict[str, Any]:
+def check_tools(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     items = [uv_item(ctx)]

@@ -251,7 +251,7 @@ def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict
     try:
         result = run_verdict(run_dir)
         if isinstance(result, dict) and result.get("verdict"):
-            return result
+            return dict(result)
     except Exception:
         traceback.print_exc(file=sys.stderr)
     failed = [r for r in step_results.values() if r.get("verdict") in ("Fail", "Blocked")]

@@ -19,6 +19,7 @@ from console.redact import redact_text
 from console.triage import rootcause
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
 from console.triage.metricwatch import MetricWatch
+from console.triage.model import FindingRecord, Remedy, TriageResult
 from console.triage.rules import NOISE_CLASS, Catalog, ExceptionRule, Rule, default_catalog
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
@@ -138,7 +139,7 @@ class Finding:
     soft: bool = False
     file: str | None = None
     advice: str | None = None
-    remedy: dict[str, Any] | None = None
+    remedy: Remedy | None = None
     tier: int | None = None
     confidence: float = 0.9
     lines: list[int] = field(default_factory=list)
@@ -146,8 +147,8 @@ class Finding:
     min_count: int = 1
     also: list[str] = field(default_factory=list)  # other classes the same evidence fits
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_dict(self) -> FindingRecord:
+        d: FindingRecord = {
             "class": self.cls,
             "verdict": self.verdict,
             "line": self.line,
@@ -228,7 +229,7 @@ class TriageEngine:
         """True while a traceback is open: a scanner must feed the following lines too."""
         return bool(self._tbs) or bool(self._chain_pending) or bool(self._noise_pending)
 
-    def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
+    def feed(self, lineno: int, text: str) -> list[FindingRecord]:
         if "\x1b" in text or "\r" in text:
             text = clean_line(text)
         if lineno > self.last_line:
@@ -337,7 +338,7 @@ class TriageEngine:
                 new.append(added)
         return new
 
-    def note_hang(self, idle_s: float, lineno: int | None = None) -> dict[str, Any]:
+    def note_hang(self, idle_s: float, lineno: int | None = None) -> FindingRecord:
         """The monitor saw no progress for ``idle_s`` seconds: record a ``hang`` finding."""
         line = lineno if lineno is not None else self.last_line
         f = self._add(
@@ -354,7 +355,7 @@ class TriageEngine:
 
     def note_cancel(
         self, reason: str = "cancelled from the console", lineno: int | None = None
-    ) -> dict[str, Any]:
+    ) -> FindingRecord:
         """The user cancelled the run (rl-console's own cancel): the verdict is Cancelled, never Fail."""
         line = lineno if lineno is not None else self.last_line
         f = Finding(
@@ -369,7 +370,7 @@ class TriageEngine:
         added = self._add_finding(f, 1)
         return (added or self._findings[("cancelled", "console_cancel")]).to_dict()
 
-    def result(self, exit_code: int | None = None) -> dict[str, Any]:
+    def result(self, exit_code: int | None = None) -> TriageResult:
         """The triage JSON of DESIGN.md. Can be called repeatedly while lines are still fed."""
         findings = [copy.copy(f) for f in self._order]
         findings.extend(self._pending_traceback_findings(findings))
@@ -453,7 +454,7 @@ class TriageEngine:
         others = set(STRUCTURE_LITERALS) - _METRIC_SET
         return frozenset((marker_lits | _METRIC_SET) - rule_lits - others - {"[repeated"})
 
-    def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+    def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[FindingRecord]:
         """feed() for a line whose literals are all in ``_light_literals`` and that holds no
         EXCEPTION_WORDS, with no traceback open: the same state changes, in the same order."""
         if self._detect:

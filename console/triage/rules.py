@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from console.catalog import CatalogError as SchemaError
-from console.catalog.schema import TriageRulesCatalog, validate
+from console.catalog.schema import Remedy, TriageRulesCatalog, validate
 from console.errors import ConsoleError
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.toml"
@@ -54,7 +54,7 @@ class FrameworkAdvice(TypedDict, total=False):
     """A class's advice and remedy for one framework, where they differ from its own."""
 
     advice: str
-    remedy: dict[str, Any]
+    remedy: Remedy
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,14 @@ class ClassInfo:
     verdict: str
     tier: int
     advice: str
-    remedy: dict[str, Any]
+    remedy: Remedy
     by_framework: dict[str, FrameworkAdvice] = field(default_factory=dict)
     explains: tuple[str, ...] = ()  # classes this one explains when both are found (it wins)
 
     def advice_for(self, framework: str) -> str:
         return self.by_framework.get(framework, {}).get("advice", self.advice)
 
-    def remedy_for(self, framework: str) -> dict[str, Any]:
+    def remedy_for(self, framework: str) -> Remedy:
         return self.by_framework.get(framework, {}).get("remedy", self.remedy)
 
 
@@ -83,7 +83,7 @@ class Rule:
     literals: tuple[str, ...]
     regex: re.Pattern[str]
     advice: str | None = None
-    remedy: dict[str, Any] | None = None
+    remedy: Remedy | None = None
     soft: bool = False
     context: str | None = None
     frameworks: tuple[str, ...] = ()
@@ -167,7 +167,7 @@ class Catalog:
         return list(seen)
 
 
-def normalise_remedy(raw: Any, where: str) -> dict[str, Any]:
+def normalise_remedy(raw: Any, where: str) -> Remedy:
     raw = raw or {}
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: remedy must be a table")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, BinaryIO
 
 from console.errors import ConsoleError
 from console.triage.engine import TriageEngine
 from console.triage.fastscan import CHUNK, LINE_CAP, Finder, LineGate, line_text, make_finder, scan_file
+from console.triage.model import TriageResult
 from console.triage.rules import Catalog, default_catalog
 
 __all__ = [
@@ -111,6 +112,6 @@ def triage_files(
     exit_code: int | None = None,
     catalog: Catalog | None = None,
     every_line: bool = False,
-) -> dict[str, Any]:
+) -> TriageResult:
     """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md."""
     return scan_paths(paths, framework, catalog, every_line).result(exit_code)

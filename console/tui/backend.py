@@ -13,7 +13,9 @@ from console.errors import ConsoleError
 
 if TYPE_CHECKING:
     from console.catalog import FrameworkCatalog
+    from console.doctor.model import DoctorResult
     from console.plan import LevelInfo
+    from console.triage.model import TriageResult
 
 
 def build_plan(spec: Any) -> Any:
@@ -55,13 +57,13 @@ def touched_areas() -> list[tuple[str, str]]:
     return list(touched_areas())
 
 
-def run_doctor(spec: Any, plan: Any) -> dict[str, Any]:
+def run_doctor(spec: Any, plan: Any) -> DoctorResult:
     from console.doctor import run_doctor
 
     return run_doctor(spec, plan)
 
 
-def preflight_blocks(spec: Any, plan: Any) -> tuple[dict[str, Any], bool]:
+def preflight_blocks(spec: Any, plan: Any) -> tuple[DoctorResult, bool]:
     """The launch-time preflight (as ``rl-console run`` does it): result and whether it blocks."""
     from console.doctor.preflight import blocks, preflight
 
@@ -69,7 +71,7 @@ def preflight_blocks(spec: Any, plan: Any) -> tuple[dict[str, Any], bool]:
     return result, bool(blocks(result))
 
 
-def write_doctor_json(run_dir: Path, result: dict[str, Any]) -> None:
+def write_doctor_json(run_dir: Path, result: DoctorResult) -> None:
     from console.doctor.preflight import write_doctor_json
 
     write_doctor_json(run_dir, result)
@@ -93,7 +95,7 @@ def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
     return Path(rerun_with_remedy(run_dir, remedy))
 
 
-def triage_files(paths: list[Path]) -> dict[str, Any]:
+def triage_files(paths: list[Path]) -> TriageResult:
     from console.triage.scan import triage_files
 
     return triage_files(paths)
@@ -136,7 +138,7 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
     from console.triage import verdict
 
     recorded = recorded_verdict(run_dir)
-    return recorded if recorded is not None else verdict.run_verdict(run_dir)
+    return recorded if recorded is not None else dict(verdict.run_verdict(run_dir))
 
 
 def render_report(run_dir: Path) -> str:
