@@ -8,6 +8,7 @@ from typing import Any, NotRequired, TypedDict
 import pytest
 
 from console.catalog import CATALOG_DIR, CatalogError, parse_framework
+from console.catalog.progress import load_progress_patterns
 from console.catalog.schema import SHAPES, validate
 from console.triage import rules
 
@@ -28,6 +29,9 @@ def _load(path: Path) -> Any:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     if path.name == "triage_rules.toml":
         return rules.load_catalog(path)
+    if path.name == "progress.toml":  # its own loader also checks each regex's named groups
+        validate(data, SHAPES[path.name], path.name)
+        return load_progress_patterns(path)
     if "framework" in data:
         return parse_framework(data, path.name)
     return validate(data, SHAPES[path.name], path.name)
@@ -92,6 +96,18 @@ PLANTS = [
         "triage_rules.toml: version: expected int, got str",
     ),
     ("triage_rules.toml", "\nconfidence = 0.6\n", '\nconfidence = "high"\n', "triage_rules.toml: rule["),
+    (
+        "progress.toml",
+        'kind = "progress"',
+        'kind = "steps"',
+        "progress.toml: pattern[0].kind: expected 'progress'",
+    ),
+    (
+        "progress.toml",
+        'literals = ["= Step "]',
+        'literal = ["= Step "]',
+        "progress.toml: pattern[0].literal: unknown key",
+    ),
     ("demo.toml", "gpus = 0", 'gpus = "0"', "demo.toml [[levels]]: 'gpus' must be int, got str"),
     ("demo.toml", "proves = ", "proofs = ", "demo.toml [[levels]]: unknown key 'proofs'"),
 ]

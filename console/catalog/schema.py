@@ -338,6 +338,7 @@ TriageMarker = TypedDict(
         "literals": list[str],
         "regex": str,
         "complete_at_total": NotRequired[bool],
+        "min_step": NotRequired[int],
         "tag": NotRequired[str],
         "class": NotRequired[str],
         "upgrades": NotRequired[list[str]],
@@ -373,11 +374,25 @@ TriageException = TypedDict(
         "tier": NotRequired[int],
         "confidence": NotRequired[float],
         "verdict": NotRequired[str],
+        "also": NotRequired[list[str]],  # other classes the same exception fits
+        "after_frames": NotRequired[bool],  # a weak guess: the traceback's frame rules go first
     },
 )
-TriageComponent = TypedDict("TriageComponent", {"id": str, "class": str, "regex": str})
+TriageComponent = TypedDict(
+    "TriageComponent", {"id": str, "class": str, "regex": str, "verdict": NotRequired[str]}
+)
 TriageFrameRule = TypedDict(
-    "TriageFrameRule", {"id": str, "class": str, "regex": str, "upgrades": NotRequired[list[str]]}
+    "TriageFrameRule",
+    {
+        "id": str,
+        "class": str,
+        "regex": str,
+        "upgrades": NotRequired[list[str]],
+        "verdict": NotRequired[str],
+        "last": NotRequired[int],
+        "unterminated": NotRequired[bool],
+        "confidence": NotRequired[float],
+    },
 )
 
 
@@ -420,12 +435,32 @@ class GuidanceCatalog(TypedDict):
     touched: list[TouchedEntry]
 
 
+# ---------------------------------------------------------------- progress.toml
+# (loaded and checked by console.catalog.progress, which also checks the regexes' groups)
+
+
+class ProgressPatternEntry(TypedDict):
+    id: str
+    framework: Literal["nemo-rl", "verl", "megatron"]
+    kind: Literal["progress", "total", "complete"]
+    literals: list[str]
+    regex: str
+    min_step: NotRequired[int]
+    complete_at_total: NotRequired[bool]
+    reason: NotRequired[str]
+
+
+class ProgressCatalog(TypedDict):
+    pattern: list[ProgressPatternEntry]
+
+
 # Every data file of the catalog folder but the framework catalogs (``[framework]`` files, checked by
 # ``console.catalog.parse_framework``), with its shape.
 SHAPES: dict[str, Any] = {
     "compare.toml": CompareCatalog,
     "doctor.toml": DoctorCatalog,
     "guidance.toml": GuidanceCatalog,
+    "progress.toml": ProgressCatalog,
     "redaction.toml": RedactionCatalog,
     "slurm.toml": SlurmCatalog,
     "triage_rules.toml": TriageRulesCatalog,

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from console.catalog import CatalogError as SchemaError
+from console.catalog.progress import KINDS as PROGRESS_KINDS
+from console.catalog.progress import progress_patterns
 from console.catalog.schema import Remedy, TriageRulesCatalog, validate
 from console.errors import ConsoleError
 
@@ -104,6 +106,8 @@ class ExceptionRule:
     message_re: re.Pattern[str] | None = None
     tier: int | None = None
     confidence: float = 0.8
+    also: tuple[str, ...] = ()  # other classes the same exception fits (reported as alternatives)
+    after_frames: bool = False  # a weak type-only guess: the traceback's frame rules go first
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,10 @@ class FrameRule:
     verdict: str
     regex: re.Pattern[str]
     upgrades: tuple[str, ...] = ()  # a finding of these classes inside such frames becomes this class
+    last: int = 0  # >0: only the deepest `last` frames are read (where the error was raised)
+    unterminated: bool = False  # only a traceback cut before its exception line (an excerpt)
+    tier: int | None = None
+    confidence: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,7 @@ class Marker:
     regex: re.Pattern[str]
     tag: str | None = None
     complete_at_total: bool = False
+    min_step: int = 0  # progress: a lower step is not a training step
     upgrades: tuple[str, ...] = ()  # context: findings of these classes near it become `cls`
     cls: str | None = None
 
@@ -281,6 +290,10 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 verdict=r.get("verdict", classes[cls].verdict),
                 regex=_compile(r.get("regex"), where),
                 upgrades=upgrades,
+                last=int(r.get("last", 0)),
+                unterminated=bool(r.get("unterminated", False)),
+                tier=int(r["tier"]) if "tier" in r else None,
+                confidence=float(r.get("confidence", 0.6)),
             )
         )
     markers = []
@@ -296,6 +309,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 regex=_compile(m.get("regex"), where),
                 tag=m.get("tag"),
                 complete_at_total=bool(m.get("complete_at_total", False)),
+                min_step=int(m.get("min_step", 0)),
                 upgrades=tuple(m.get("upgrades") or ()),
                 cls=m.get("class"),
             )
@@ -324,8 +338,12 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 message_re=_compile(e["message"], where) if "message" in e else None,
                 tier=int(e["tier"]) if "tier" in e else None,
                 confidence=float(e.get("confidence", 0.8)),
+                also=tuple(e.get("also") or ()),
+                after_frames=bool(e.get("after_frames", False)),
             )
         )
+        if any(a not in classes for a in exceptions[-1].also):
+            raise CatalogError(f"{where}: unknown class in also {exceptions[-1].also}")
     components = []
     for i, c in enumerate(data.get("component") or []):
         where = f"component[{i}] {c.get('id', '?')}"
@@ -369,6 +387,10 @@ def load_catalog(path: Path | None = None) -> Catalog:
         validate(data, TriageRulesCatalog, path.name)
     except SchemaError as exc:
         raise CatalogError(str(exc)) from None
+    own = [m.get("id") for m in data.get("marker") or [] if m.get("kind") in PROGRESS_KINDS]
+    if own:
+        raise CatalogError(f"{path.name}: progress/total/complete markers {own} belong in progress.toml")
+    data["marker"] = [p.as_marker() for p in progress_patterns()] + list(data.get("marker") or [])
     return parse_catalog(data)
 
 
