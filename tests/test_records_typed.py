@@ -56,7 +56,7 @@ def test_the_doctor_result_is_a_doctor_result() -> None:
     validate(run_doctor(RunSpec(framework="demo")), DoctorResult, "doctor --json")
 
 
-@pytest.mark.parametrize("log", sorted(FIXTURES.glob("*.log")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("log", sorted(FIXTURES.rglob("*.log")), ids=lambda p: p.stem)
 def test_every_triage_result_is_a_triage_result(log: Path) -> None:
     res = triage_files([log])
     validate(res, TriageResult, f"triage {log.name}")
