@@ -94,6 +94,9 @@ class Verdict(TypedDict):
     findings: list[dict[str, Any]]  # every step's FindingRecords, "file" set to the step's log
     progress: Progress
     steps: dict[str, StepVerdict]
+    # added to triage.json at the run's end (console/runs/finalize.py, the Slurm follower)
+    reason: NotRequired[str]  # why the run ended so, when there is a reason
+    slurm: NotRequired[dict[str, Any]]  # a Slurm run's job: job_id, state, reason, exit_code, nodes
 
 
 __all__ = [
