@@ -14,11 +14,12 @@ from console.errors import ConsoleError
 if TYPE_CHECKING:
     from console.catalog import FrameworkCatalog
     from console.doctor.model import DoctorResult
-    from console.plan import LevelInfo
+    from console.plan import LevelInfo, Plan
+    from console.spec import RunSpec
     from console.triage.model import TriageResult
 
 
-def build_plan(spec: Any) -> Any:
+def build_plan(spec: RunSpec) -> Plan:
     from console.plan import build_plan
 
     return build_plan(spec)
@@ -30,13 +31,13 @@ def catalog_levels(framework: str) -> list[LevelInfo]:
     return catalog_levels(framework)
 
 
-def recommend_levels(framework: str, touched: list[str]) -> Any:
+def recommend_levels(framework: str, touched: list[str]) -> list[int]:
     from console.plan import recommend_levels
 
     return recommend_levels(framework, touched)
 
 
-def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
+def validate_overrides(overrides: list[str], repo: str | None = None) -> list[str]:
     from console.plan import validate_overrides
 
     return validate_overrides(overrides, repo=repo)
@@ -77,7 +78,7 @@ def write_doctor_json(run_dir: Path, result: DoctorResult) -> None:
     write_doctor_json(run_dir, result)
 
 
-def start_run(spec: Any, plan: Any = None) -> Path:
+def start_run(spec: RunSpec, plan: Plan | None = None) -> Path:
     from console.runs.launch import start_run
 
     return Path(start_run(spec, plan=plan))
