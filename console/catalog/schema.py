@@ -12,6 +12,7 @@ evaluated annotations only.
 """
 
 import types
+from functools import cache
 from typing import (
     Any,
     Literal,
@@ -62,12 +63,12 @@ def _check(value: Any, shape: Any, source: str, where: str) -> None:
     if is_typeddict(shape):
         if not isinstance(value, dict):
             raise _fail(source, where, shape, value)
-        hints = get_type_hints(shape)
+        hints, required = _fields(shape)
         for key, item in value.items():
             if key not in hints:
                 raise CatalogError(f"{source}: {_join(where, key)}: unknown key")
             _check(item, hints[key], source, _join(where, key))
-        missing = [k for k in sorted(shape.__required_keys__) if k not in value]
+        missing = [k for k in required if k not in value]
         if missing:
             raise CatalogError(f"{source}: {where or 'top level'}: missing key {', '.join(missing)}")
         return
@@ -110,6 +111,12 @@ def _check(value: Any, shape: Any, source: str, where: str) -> None:
     )
     if not ok:
         raise _fail(source, where, shape, value)
+
+
+@cache
+def _fields(shape: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A TypedDict's (key -> type, required keys): read once per shape."""
+    return get_type_hints(shape), tuple(sorted(shape.__required_keys__))
 
 
 def _is_table(shape: Any) -> bool:
