@@ -268,13 +268,15 @@ SlurmState = TypedDict(
     "SlurmState",
     {
         "phase": Literal["queued", "active", "done"],
-        "verdict": NotRequired[str],  # Pass | Fail | Blocked | Cancelled, or "steps": the steps decide
+        # "steps": the steps decide (as a local run's would)
+        "verdict": NotRequired[Literal["steps", "Pass", "Fail", "Blocked", "Cancelled"]],
         "class": NotRequired[str],
         "advice": NotRequired[str],
     },
 )
 SlurmOutcome = TypedDict(
-    "SlurmOutcome", {"verdict": str, "class": NotRequired[str], "advice": NotRequired[str]}
+    "SlurmOutcome",
+    {"verdict": Literal["Fail", "Blocked"], "class": NotRequired[str], "advice": NotRequired[str]},
 )
 
 
