@@ -25,7 +25,7 @@ from typing import (
     is_typeddict,
 )
 
-from console.catalog import CatalogError
+from console.catalog import CatalogError, load_toml
 
 # ---------------------------------------------------------------- the check
 
@@ -35,6 +35,12 @@ def validate(data: Any, shape: Any, source: str) -> Any:
     ``CatalogError`` naming ``source`` and the first key that does not fit."""
     _check(data, shape, source, "")
     return data
+
+
+def load_checked(name: str, shape: Any) -> Any:
+    """Catalog file ``name`` (``"doctor"``) as ``load_toml`` reads it, checked against ``shape`` once
+    per version of the file (typed as ``shape`` by the caller)."""
+    return load_toml(name, shape)
 
 
 def _name(shape: Any) -> str:

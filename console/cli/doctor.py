@@ -11,23 +11,14 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from console import exitcodes
-from console.doctor.model import DoctorResult, Remedy
+from console.commandtext import remedy_text
+from console.doctor.model import DoctorResult
 from console.doctor.registry import run_doctor
-from console.spec import RunSpec, spec_from_args
+from console.spec import spec_from_args
 
 _MARK = {"ok": "ok", "warn": "WARN", "block": "BLOCK"}
-
-
-def build_plan_if_available(spec: RunSpec) -> Any:
-    """The plan builder's Plan when it exists; its SpecError (bad spec) propagates as exit 2."""
-    try:
-        from console.plan import build_plan
-    except ImportError:
-        return None
-    return build_plan(spec)
 
 
 def format_table(result: DoctorResult, width: int | None = None) -> str:
@@ -46,19 +37,11 @@ def format_table(result: DoctorResult, width: int | None = None) -> str:
                 "advice: " + check["advice"], width=max(20, width - len(indent)), break_on_hyphens=False
             ):
                 lines.append(indent + text)
-            remedy = _remedy_text(check["remedy"])
+            remedy = remedy_text(check["remedy"])
             if remedy:
                 lines.append(indent + "remedy: " + remedy)
     lines.append(f"verdict: {result['verdict']}")
     return "\n".join(lines)
-
-
-def _remedy_text(remedy: Remedy) -> str:
-    parts = [f"{k}={v}" for k, v in remedy.get("env", {}).items()]
-    parts += [f"unset {n}" for n in remedy.get("unset", [])]
-    parts += list(remedy.get("overrides", []))
-    parts += [" ".join(c) for c in remedy.get("commands", [])]
-    return "; ".join(parts)
 
 
 @contextlib.contextmanager
@@ -95,8 +78,10 @@ def exit_code(result: DoctorResult) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from console.plan import build_plan
+
     spec = spec_from_args(args)
-    plan = build_plan_if_available(spec)
+    plan = build_plan(spec)  # a bad spec: its SpecError, exit 2
     with progress_line("doctor: running preflight checks"):
         result = run_doctor(spec, plan)
     if getattr(args, "json", False):

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field, replace
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from console.catalog.schema import CompareCatalog, validate
+from console.catalog.schema import CompareCatalog, load_checked
 from console.errors import SpecError
-
-CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "compare.toml"
 
 
 @dataclass(frozen=True)
@@ -61,11 +56,8 @@ class Rules:
     change_variants: list[str] = field(default_factory=list)
 
 
-@cache
 def _catalog() -> CompareCatalog:
-    with open(CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
-    catalog: CompareCatalog = validate(data, CompareCatalog, CATALOG.name)
+    catalog: CompareCatalog = load_checked("compare", CompareCatalog)
     return catalog
 
 

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-import tomllib
-from pathlib import Path
-
-from console.catalog.schema import DoctorCatalog, validate
-
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "catalog" / "doctor.toml"
+from console.catalog.schema import DoctorCatalog, load_checked
 
 
-@functools.lru_cache(maxsize=1)
 def doctor_catalog() -> DoctorCatalog:
-    with CATALOG_PATH.open("rb") as fh:
-        data = tomllib.load(fh)
-    catalog: DoctorCatalog = validate(data, DoctorCatalog, CATALOG_PATH.name)
+    catalog: DoctorCatalog = load_checked("doctor", DoctorCatalog)
     return catalog

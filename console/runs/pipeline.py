@@ -23,6 +23,7 @@ from console.monitor.procs import run_process_tree
 from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
+from console.rundir.model import State
 from console.runs.sampling import SamplerThread
 from console.triage.engine import TriageEngine
 from console.triage.fastscan import GatedFeed
@@ -265,7 +266,18 @@ def run_outcome(
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
     from console.rundir.state import read_state
-    from console.runs.supervisor import decide_verdict  # the local supervisor's rule, not a copy
 
     triage = final_triage(run_dir, step_results)
     return decide_verdict(read_state(run_dir), steps, triage), triage
+
+
+def decide_verdict(state: State, steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
+    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
+    stopping_ok = all(
+        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
+        for s, plan_step in zip(state["steps"], steps, strict=False)
+    )
+    tri = (triage or {}).get("verdict")
+    if tri == "Fail" or tri == "Blocked":
+        return "Fail" if tri == "Fail" else "Blocked"
+    return "Pass" if stopping_ok else "Fail"

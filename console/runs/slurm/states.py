@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from console.catalog.schema import SlurmCatalog, validate
-
-CATALOG = Path(__file__).resolve().parents[2] / "catalog" / "slurm.toml"
+from console.catalog.schema import SlurmCatalog, load_checked
 
 
 @dataclass(frozen=True)
@@ -23,11 +19,8 @@ class StateMeaning:
     klass: str | None = None  # the triage class when this state decides the verdict
 
 
-@lru_cache(maxsize=1)
 def _catalog() -> SlurmCatalog:
-    with open(CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
-    catalog: SlurmCatalog = validate(data, SlurmCatalog, CATALOG.name)
+    catalog: SlurmCatalog = load_checked("slurm", SlurmCatalog)
     return catalog
 
 
