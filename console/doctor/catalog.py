@@ -1,4 +1,5 @@
-"""The doctor's data file (console/catalog/doctor.toml), loaded once."""
+"""The doctor's data file (console/catalog/doctor.toml), read once per version and checked against
+``DoctorCatalog`` (console/catalog/schema.py)."""
 
 from __future__ import annotations
 
