@@ -268,10 +268,9 @@ def load_guidance() -> tuple[TouchedArea, ...]:
     """The "what did your change touch?" answers and the levels each framework requires for them."""
     from console.catalog.schema import GuidanceCatalog, load_checked
 
-    guidance: GuidanceCatalog = load_checked("guidance", GuidanceCatalog)
     return tuple(
         TouchedArea(
             id=t["id"], label=t["label"], levels={fw: tuple(t[fw]) for fw in ("nemo-rl", "verl", "demo")}
         )
-        for t in guidance["touched"]
+        for t in load_checked("guidance", GuidanceCatalog)["touched"]
     )

@@ -69,7 +69,7 @@ def _pattern(t: ProgressPatternEntry, where: str) -> ProgressPattern:
 
 def load_progress_patterns(path: Path | None = None) -> tuple[ProgressPattern, ...]:
     path = path or PROGRESS_TOML
-    data: ProgressCatalog = load_checked(path, ProgressCatalog)
+    data = load_checked(path, ProgressCatalog)
     patterns = tuple(_pattern(t, f"{path.name} pattern[{i}]") for i, t in enumerate(data["pattern"]))
     ids = [p.id for p in patterns]
     if len(set(ids)) != len(ids):

@@ -12,6 +12,7 @@ evaluated annotations only.
 """
 
 import types
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import (
@@ -19,7 +20,9 @@ from typing import (
     Literal,
     NotRequired,
     TypedDict,
+    TypeVar,
     Union,
+    cast,
     get_args,
     get_origin,
     get_type_hints,
@@ -27,6 +30,8 @@ from typing import (
 )
 
 from console.catalog import CatalogError, load_toml
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- the check
 
@@ -38,10 +43,10 @@ def validate(data: Any, shape: Any, source: str) -> Any:
     return data
 
 
-def load_checked(name: str | Path, shape: Any) -> Any:
-    """Catalog file ``name`` (``"doctor"``) as ``load_toml`` reads it, checked against ``shape`` once
-    per version of the file (typed as ``shape`` by the caller)."""
-    return load_toml(name, shape)
+def load_checked(name: str | Path, shape: Callable[..., T]) -> T:
+    """Catalog file ``name`` (``"doctor"``) as ``load_toml`` reads it, checked against ``shape`` (a
+    TypedDict) once per version of the file, typed as ``shape``."""
+    return cast(T, load_toml(name, shape))
 
 
 def _name(shape: Any) -> str:
