@@ -226,3 +226,45 @@ def test_torchelastic_sigterm_and_slurm_scancel_are_cancels(tmp_path: Path) -> N
         "slurmstepd: error: *** JOB 1234 ON node1 CANCELLED AT 2024-05-01T10:00:00 DUE TO TIME LIMIT ***",
     )
     assert res["primary"]["class"] == "hang"
+
+
+# --- metric anomalies and the Hub's wording -----------------------------------------------------------
+
+
+def test_hf_trainer_dict_with_nan_grad_norm_on_consecutive_logs_is_a_metric_failure(tmp_path: Path) -> None:
+    # the HF Trainer's log dicts as pasted in public bug notes (cuDNN SDPA backward producing NaN grads)
+    res = tri(
+        tmp_path,
+        "{'loss': 80.8002, 'grad_norm': nan, 'learning_rate': 2.9411764705882354e-05, 'epoch': 0.18}\n"
+        "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.995131923687488e-05, 'epoch': 0.36}",
+    )
+    assert (res["primary"]["class"], res["primary"]["rule"]) == (
+        "metric_failure",
+        "metrics:grad_norm_nonfinite",
+    )
+    # one NaN report alone is what fp16 loss scaling does routinely: not a failure
+    res = tri(
+        tmp_path,
+        "{'loss': 80.8002, 'grad_norm': nan, 'learning_rate': 2.9411764705882354e-05, 'epoch': 0.18}",
+    )
+    assert res["primary"] is None
+
+
+@pytest.mark.parametrize(
+    ("line", "cls"),
+    [
+        # huggingface_hub's validator and the datasets library (their own messages)
+        (
+            "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+            "'namespace/repo_name': '/models/Qwen2.5-7B-Instruct/'. Use `repo_type` argument if needed.",
+            "hf_offline_missing",
+        ),
+        (
+            "datasets.exceptions.DatasetNotFoundError: Dataset 'openai/gsm8k' doesn't exist on the Hub or cannot "
+            "be accessed.",
+            "data_missing",
+        ),
+    ],
+)
+def test_hub_and_datasets_not_found_wording(tmp_path: Path, line: str, cls: str) -> None:
+    assert tri(tmp_path, line)["primary"]["class"] == cls
