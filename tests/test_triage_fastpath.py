@@ -248,19 +248,34 @@ def test_live_gated_feed_publishes_the_same_findings() -> None:
     assert gated.skipped > 2 * gated.fed  # (the random tail is dense in literals)
 
 
+def _with_repeats(lines: list[str], rnd: random.Random) -> list[str]:
+    """``lines`` with earlier lines printed again here and there (a warning every step)."""
+    out: list[str] = []
+    for line in lines:
+        out.append(line)
+        if out and rnd.random() < 0.2:
+            out.append(rnd.choice(out[-400:]))
+    return out
+
+
 def test_marker_and_metric_only_lines_same_as_the_whole_feed() -> None:
-    """feed()'s cheap path for lines whose literals only select markers or metrics (no traceback open)
-    against the whole of feed() on every line: fixtures, corpus, an RL-shaped log, a random log."""
+    """feed()'s cheap paths (lines whose literals only select markers or metrics with no traceback open,
+    repeated rule-only lines counted from memory, metric lines read from a learned shape) against the
+    whole of feed() on every line: fixtures, corpus, an RL-shaped log, a random log, all with repeats."""
     rl_log = _rl_log_module()
     data = b"".join(rl_log.rl_chunks(300_000, seed=5, failure="nan", fail_at=0.7))
     data += _random_log(random.Random(4), 800)
     sources = [p.read_text(errors="replace").splitlines() for p in sorted(FIXTURES.rglob("*.log"))]
     sources += [ex.splitlines() for _, ex in _corpus_cases()]
     sources.append(data.decode(errors="replace").split("\n"))
-    cheap_lines = 0
+    rnd = random.Random(8)
+    sources += [_with_repeats(lines, rnd) for lines in sources]
+    cheap_lines = repeats = 0
     for lines in sources:
         cheap, whole = TriageEngine("unknown"), TriageEngine("unknown")
         whole._light_literals = frozenset()  # never the cheap path
+        whole._rule_only = frozenset()  # no line remembered
+        whole._metrics.learn = False  # _PAIR on every metric line
         calls = 0
 
         def count(lineno: int, text: str, present: set[str], _f: Any = cheap._feed_markers_only) -> Any:
@@ -272,8 +287,12 @@ def test_marker_and_metric_only_lines_same_as_the_whole_feed() -> None:
         for lineno, text in enumerate(lines, 1):
             assert cheap.feed(lineno, text) == whole.feed(lineno, text), (lineno, text)
         assert cheap.result(1) == whole.result(1)
+        assert cheap.result() == whole.result()
         cheap_lines += calls
+        repeats += len(cheap._repeats)
+        assert not whole._repeats and not whole._metrics.shapes
     assert cheap_lines > 100  # the cheap path was taken (progress bars, banners, verl step lines)
+    assert repeats > 50  # lines were remembered
 
 
 # ---------------------------------------------------------------------------------------- the pieces
@@ -339,3 +358,70 @@ def test_case_folding_covers_every_character_a_regex_folds_to_ascii() -> None:
     for ch in special:
         assert regexfactors.fold(ch).isascii()
         assert ch.encode() in regexfactors.FOLD_SPECIALS
+
+
+def _metric_line(rnd: random.Random, template: str, places: list[int]) -> str:
+    """``template`` with each ``#`` a number with ``places[i]`` decimals (-1: an integer), now and then
+    a non-finite or exponent form instead."""
+    it = iter(places)
+
+    def num(_: Any) -> str:
+        p = next(it)
+        if rnd.random() < 0.01:
+            return rnd.choice(["nan", "inf", "-inf", "NaN", "1e5", "2.5E-3", "7."])
+        if p < 0:
+            return str(rnd.randint(0, 10 ** rnd.randint(1, 12)))
+        return f"{rnd.uniform(0, 50):.{p}f}"
+
+    return re.sub("#", num, template)
+
+
+def test_metric_shapes_read_what_the_pair_regex_reads() -> None:
+    """MetricWatch reads a long line it has seen the shape of (same text, other digits) from that shape:
+    the same step and pairs as _PAIR and _STEP on the line itself, on lines built to be awkward."""
+    from console.triage import metricwatch as mw
+
+    pieces = [
+        "(TaskRunner pid=#) step:# - ",
+        "actor/grad_norm:np.float64(#) - ",
+        "critic/score/mean:# - ",
+        "critic/rewards/mean:tensor(#) - ",
+        "timing_s/gen:# - ",
+        "grad norm x#: # | ",
+        "reward# = # ",
+        "layer#.grad_norm=#e# ",
+        "Iteration # | ",
+        "step=\u0663# ",
+        "100%|# ",
+        "a#b#c: # ",
+        "grad#norm: #.#.# ",
+        "mean reward=#-# ",
+        "x=#reward: # ",
+        "\u017ftep # ",
+        "note: 5% of # steps ",
+    ]
+    rnd = random.Random(23)
+    read = learned = 0
+    for _ in range(200):
+        template = "".join(rnd.choice(pieces) for _ in range(rnd.randint(4, 14)))
+        if len(template) < mw.SHAPE_MIN_LEN:
+            template += "training/epoch:# - " * ((mw.SHAPE_MIN_LEN - len(template)) // 15 + 1)
+        watch = mw.MetricWatch()
+        places = [rnd.choice([-1, -1, 0, 1, 4]) for _ in range(template.count("#"))]
+        for _ in range(8):
+            line = _metric_line(rnd, template, places)
+            got = watch.read(line)
+            pairs: list[tuple[str, str]] = []
+            for m in mw._PAIR.finditer(line):
+                kind = mw._kind(m.group("key"))
+                if kind is not None and kind not in [k for k, _ in pairs]:
+                    pairs.append((kind, m.group("val")))
+                if len(pairs) == 2:
+                    break
+            step = mw._STEP.search(line)
+            want = (int(step.group(1)) if step and pairs else None), pairs
+            assert got == want, line
+            read += bool(pairs)
+        learned += bool(watch.shapes)
+    assert read > 500
+    assert learned > 100  # shapes were learned (and used for the lines after)

@@ -13,9 +13,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tui_helpers import write_run  # noqa: E402
 
 from console.errors import RunNotFound  # noqa: E402
+from console.runs.store import RunStore  # noqa: E402
 from console.tui.config import config_path, load_config, save_config  # noqa: E402
 from console.tui.logfollow import LogFollower  # noqa: E402
-from console.tui.rundata import RunModel, list_runs, resolve_run  # noqa: E402
+from console.tui.rundata import RunModel, list_runs  # noqa: E402
 from console.tui.themes import load_themes, resolve_theme_name, themes_dir  # noqa: E402
 
 
@@ -28,11 +29,11 @@ def test_list_and_resolve_runs(tmp_path: Path) -> None:
     rows = list_runs(tmp_path)
     assert [r.id for r in rows] == ["20261121-223700-demo-l0-nan", "20261121-223600-demo-l0"]
     assert rows[0].progress_text() == "1/1 · it 20/20"
-    assert resolve_run(tmp_path, "20261121-2236").name == "20261121-223600-demo-l0"
+    assert RunStore(tmp_path).resolve("20261121-2236").name == "20261121-223600-demo-l0"
     with pytest.raises(RunNotFound, match="ambiguous"):
-        resolve_run(tmp_path, "20261121-22")
+        RunStore(tmp_path).resolve("20261121-22")
     with pytest.raises(RunNotFound, match="no run"):
-        resolve_run(tmp_path, "zzz")
+        RunStore(tmp_path).resolve("zzz")
 
 
 def test_run_model_reads_events_incrementally(tmp_path: Path) -> None:

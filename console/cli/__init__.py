@@ -24,7 +24,7 @@ def sample_log(name: str) -> str:
     """A shipped sample log by its bare name (``nemo-rl-grpo-megatron.log``) when no such file is here."""
     from pathlib import Path
 
-    sample = Path(__file__).parent / "demo" / "samples" / name
+    sample = Path(__file__).parent.parent / "demo" / "samples" / name
     return str(sample) if not Path(name).exists() and "/" not in name and sample.is_file() else name
 
 

@@ -20,12 +20,12 @@ from console.runs.cancel import cancel_run
 from console.runs.follow import follow_run
 from console.runs.launch import start_run
 from console.runs.recover import current_state
-from console.runs.store import RunStore
-from console.spec import RunSpec, default_runs_dir, spec_from_args
+from console.runs.store import RunStore, runs_dir_from
+from console.spec import RunSpec, spec_from_args
 
 
 def _runs_dir(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "runs_dir", None) or default_runs_dir()).expanduser()
+    return runs_dir_from(getattr(args, "runs_dir", None))
 
 
 def _exit_for(run_dir: Path) -> int:

@@ -20,8 +20,8 @@ from typing import Any
 
 import psutil
 
+from console.monitor.procs import group_is_runs, is_run_supervisor, looks_like_ray, run_marker, run_processes
 from console.rundir.state import is_finished, read_state, update_state
-from console.runs.procs import group_is_runs, is_run_supervisor, looks_like_ray, run_marker, run_processes
 
 POLL_S = 0.1
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import SpecError
+from console.monitor.procs import process_create_time
 from console.redact import MASK, is_secret_name, redact_argv, redact_env, redact_obj, secret_argv_positions
 from console.rundir.ids import create_run_dir
 from console.rundir.state import initial_state, update_state, write_json_atomic, write_state
-from console.runs.procs import process_create_time
 from console.spec import RunSpec
 
 SUPERVISOR_LOG = "supervisor.log"

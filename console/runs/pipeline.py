@@ -188,7 +188,6 @@ class Pipeline:
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
         self._sampler = self._sampler_fence.call(
             lambda: ResourceSampler(
-                bus,
                 gpu=GpuSampler(run_pids_fn=self._step_pids),
                 host=HostSampler(paths=default_disk_paths(run_dir)),
             )
@@ -241,7 +240,7 @@ class Pipeline:
         if self._sampling is not None and not self._sampling.stop():
             return  # a hung call holds the sampler: leave NVML alone, the process exits anyway
         if self._sampler is not None:
-            self._sampler_fence.call(self._sampler.gpu.close)
+            self._sampler_fence.call(self._sampler.close)
 
 
 # ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from console.monitor.procs import run_marker, run_processes
 from console.rundir.state import is_finished, read_state, update_state
 from console.runs.cancel import running_groups, supervisor_alive
-from console.runs.procs import run_marker, run_processes
 from console.runs.stepwrap import read_exit
 
 LOST_REASON = "supervisor lost"
@@ -34,7 +34,7 @@ def supervisor_lost(state: dict[str, Any], run_dir: Path | None = None) -> bool:
     if not state.get("supervisor_pid"):
         return time.time() - float(state.get("created") or 0) > START_GRACE_S
     if run_dir is None:
-        from console.runs.procs import same_process
+        from console.monitor.procs import same_process
 
         return not same_process(state.get("supervisor_pid"), state.get("supervisor_create_time"))
     return not supervisor_alive(state, Path(run_dir))

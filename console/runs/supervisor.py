@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from console.events import Event, EventBus
+from console.monitor.procs import RUN_ID_ENV, process_create_time, run_marker
 from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state
 from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, terminate_tree
 from console.runs.finalize import (
@@ -39,7 +40,6 @@ from console.runs.finalize import (
     record_verdict,
 )
 from console.runs.pipeline import Pipeline, final_triage
-from console.runs.procs import RUN_ID_ENV, process_create_time, run_marker
 from console.runs.stepwrap import exit_status, read_exit, write_exit
 
 TICK_S = 0.2

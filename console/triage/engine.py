@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.monitor.text import clean_line
+from console.monitor.text import RAY_PREFIX_RE, clean_line
 from console.redact import redact_text
 from console.triage import rootcause
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
@@ -70,7 +70,7 @@ _PREFIX_RE = re.compile(
     "|".join(
         f"(?:{p})"
         for p in (
-            r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)\s?",
+            RAY_PREFIX_RE.pattern,
             r"\[(?:default|rank)\d+\]:\s?",
             r"\[\d+\] (?=\[)",
             r"[\w.-]+-\d+\s+\| ",
@@ -88,12 +88,16 @@ _ERROR_LEVEL_RE = re.compile(
     r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|^\[\d{4}-\d\d-\d\d [\d:,.]+ [EF] \d+ \d+\]"
 )
 _METRIC_SET = frozenset(METRIC_LITERALS)
+_METRIC_RE = re.compile("|".join(re.escape(x) for x in METRIC_LITERALS))  # any(lit in text for lit in ...)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
+REPEAT_LINES = 512  # repeated lines remembered (see TriageEngine._remember)
+REPEAT_MAX_LEN = 1024  # longer lines are not remembered
 # Words a line must hold for the exception-line regex (_EXC_RE) or the pytest frame form of _FRAME_RE to match:
 # with the literals, what line-skipping scanners look for (see TriageEngine.literal_roles).
 EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure")
 PYTEST_FRAME_LITERAL = ": in "
 _EXCEPTION_WORD_RE = re.compile("|".join(EXCEPTION_WORDS))  # any(w in text for w in EXCEPTION_WORDS), faster
+_EXCEPTION_WORD_SET = frozenset(EXCEPTION_WORDS)
 
 
 def _line_automaton(literals: list[str]) -> Any:
@@ -194,9 +198,14 @@ class TriageEngine:
         for i, m in enumerate(self.cat.markers):
             for lit in m.literals:
                 self._markers_by_lit.setdefault(lit, []).append(i)
+        self._markers_of = {lit: tuple(sorted(set(ix))) for lit, ix in self._markers_by_lit.items()}
         self.literals = literals  # every literal feed() looks for (see literal_roles)
         self._light_literals = self._markers_and_metrics_only()
-        self._line_ac = _line_automaton(literals)
+        # the literals and the exception words in one automaton (see _present_words)
+        self._line_ac = _line_automaton(sorted({*literals, *EXCEPTION_WORDS}))
+        self._literal_set = frozenset(literals)
+        self._rule_only = self.literal_roles()["rule"]
+        self._repeats: dict[str, tuple[str, Rule | None]] = {}  # text -> (framework, the rule it matched)
         self._findings: dict[tuple[str, str], Finding] = {}
         self._order: list[Finding] = []
         self._tbs: dict[str, _Traceback] = {}
@@ -233,7 +242,7 @@ class TriageEngine:
     @property
     def wants_more(self) -> bool:
         """True while a traceback is open: a scanner must feed the following lines too."""
-        return bool(self._tbs) or bool(self._chain_pending) or bool(self._noise_pending)
+        return bool(self._tbs or self._chain_pending or self._noise_pending)
 
     def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
         if "\x1b" in text or "\r" in text:
@@ -242,15 +251,17 @@ class TriageEngine:
             self.last_line = lineno
         if self._detect and lineno > DETECT_LINES:
             self._detect = False
-        present = self._present(text)
-        busy = self.wants_more
+        busy = bool(self._tbs or self._chain_pending or self._noise_pending)
+        if not busy and text in self._repeats and self._repeated_line(lineno, text):
+            return []
+        present, exc_word = self._present_words(text)
         if not busy and (not present or present <= _METRIC_SET):
             if self._detect:
                 self._detect_framework(text)
             if present:  # a metrics line and nothing else: only the metric watcher needs it (fast path)
                 return [f.to_dict() for f in self._metric_findings(lineno, text)]
             return []
-        if not busy and present <= self._light_literals and _EXCEPTION_WORD_RE.search(text) is None:
+        if not busy and present <= self._light_literals and not exc_word:
             return self._feed_markers_only(lineno, text, present)
         count = 1
         if "[repeated" in text:
@@ -260,6 +271,17 @@ class TriageEngine:
                 text = text[: m.start()]
         if self._detect:
             self._detect_framework(text)
+        # a line whose literals only select rules (no exception word): its outcome is a function of its text
+        # while nothing is open, the framework is known and none of those rules needs a context
+        repeatable = (
+            not busy
+            and not self._detect
+            and len(text) <= REPEAT_MAX_LEN
+            and present <= self._rule_only
+            and count == 1
+            and not exc_word
+            and PYTEST_FRAME_LITERAL not in text
+        )
         prefix, body = split_prefix(text)
         new: list[Finding] = []
         self._structure(prefix, body, lineno, new)
@@ -270,6 +292,8 @@ class TriageEngine:
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
+        if repeatable:
+            self._remember(text, present, rule)
         handled = rule is not None
         if rule is not None:
             if rule.cls == NOISE_CLASS and rule.id == "noise_exception_ignored_del":
@@ -460,6 +484,27 @@ class TriageEngine:
         others = set(STRUCTURE_LITERALS) - _METRIC_SET
         return frozenset((marker_lits | _METRIC_SET) - rule_lits - others - {"[repeated"})
 
+    @property
+    def light_literals(self) -> frozenset[str]:
+        """The literals that select markers or the metric watcher and nothing else (see feed_light)."""
+        return self._light_literals
+
+    def feed_light(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+        """``feed(lineno, text)`` for a line a scanner has read: ``text`` holds no ESC or CR, ``present`` is
+        exactly the set of ``self.literals`` in it, all of them in ``light_literals``, and it holds none of
+        EXCEPTION_WORDS. Such a line is never a remembered repeat (those hold rule-only literals)."""
+        if self._tbs or self._chain_pending or self._noise_pending:
+            return self.feed(lineno, text)
+        if lineno > self.last_line:
+            self.last_line = lineno
+        if self._detect and lineno > DETECT_LINES:
+            self._detect = False
+        if present <= _METRIC_SET:
+            if self._detect:
+                self._detect_framework(text)
+            return [f.to_dict() for f in self._metric_findings(lineno, text)]
+        return self._feed_markers_only(lineno, text, present)
+
     def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
         """feed() for a line whose literals are all in ``_light_literals`` and that holds no
         EXCEPTION_WORDS, with no traceback open: the same state changes, in the same order."""
@@ -468,9 +513,43 @@ class TriageEngine:
         body = split_prefix(text)[1]
         self._markers(body, lineno, present)
         # body is the end of text: no metric literal in text (present), none in body
-        if not present.isdisjoint(_METRIC_SET) and any(lit in body for lit in METRIC_LITERALS):
+        if not present.isdisjoint(_METRIC_SET) and _METRIC_RE.search(body) is not None:
             return [f.to_dict() for f in self._metric_findings(lineno, body)]
         return []
+
+    # ------------------------------------------------------------------ repeated lines
+    # A line whose literals only select rules, with no exception word, read while no traceback is open and
+    # the framework is known: feed() finds no structure, marker, import, error level, metric or exception
+    # line in it, only the first of its candidate rules whose regex matches (or none). When none of those
+    # rules needs a context, that rule is a function of the text, and a second identical line only adds
+    # one to its finding's count and its line to the finding's lines (as _add_finding does). Logs repeat
+    # such lines verbatim (a warning printed every step): those are remembered by their text.
+
+    def _remember(self, text: str, present: set[str], rule: Rule | None) -> None:
+        rules = self.cat.rules
+        if any(rules[i].context is not None for lit in present for i in self._rules_by_lit.get(lit, ())):
+            return
+        if rule is not None and rule.id == "noise_exception_ignored_del":
+            return  # it opens a pending noise traceback
+        if len(self._repeats) >= REPEAT_LINES:
+            self._repeats.clear()
+        self._repeats[text] = (self.framework, rule)
+
+    def _repeated_line(self, lineno: int, text: str) -> bool:
+        """Account for a remembered line (no traceback open): True when done."""
+        seen = self._repeats.get(text)
+        if seen is None or seen[0] != self.framework or self._detect:
+            return False
+        rule = seen[1]
+        if rule is None:
+            return True
+        f = self._findings.get((rule.cls, rule.id))
+        if f is None:
+            return False  # its first finding: the whole of feed() makes it
+        f.count += 1
+        if len(f.lines) < 8 and lineno not in f.lines:
+            f.lines.append(lineno)
+        return True
 
     # ------------------------------------------------------------------ internals
 
@@ -483,10 +562,19 @@ class TriageEngine:
                     self._detect = False
                 return
 
+    def _present_words(self, text: str) -> tuple[set[str], bool]:
+        """(the catalog literals occurring in ``text``, whether one of EXCEPTION_WORDS does)."""
+        if self._line_ac is None:
+            return self._present(text), _EXCEPTION_WORD_RE.search(text) is not None
+        found = set(self._line_ac.find_matches_as_strings(text, overlapping=True))
+        if found.isdisjoint(_EXCEPTION_WORD_SET):
+            return found, False
+        return found & self._literal_set, True
+
     def _present(self, text: str) -> set[str]:
         """The catalog literals occurring in ``text`` (Aho-Corasick when available)."""
         if self._line_ac is not None:
-            return set(self._line_ac.find_matches_as_strings(text, overlapping=True))
+            return self._present_words(text)[0]
         if not self._prefilter.search(text):
             return set()
         return {
@@ -513,7 +601,11 @@ class TriageEngine:
         return None
 
     def _markers(self, body: str, lineno: int, present: set[str]) -> None:
-        idx = sorted({i for lit in present for i in self._markers_by_lit.get(lit, ())})
+        if len(present) == 1:
+            for lit in present:
+                idx = self._markers_of.get(lit, ())
+        else:
+            idx = sorted({i for lit in present for i in self._markers_by_lit.get(lit, ())})
         for i in idx:
             m = self.cat.markers[i]
             hit = m.regex.search(body)
@@ -522,6 +614,8 @@ class TriageEngine:
             groups = hit.groupdict()
             if m.kind == "progress":
                 step = int(groups["step"])
+                if step < m.min_step:
+                    continue
                 self.step = step if self.step is None else max(self.step, step)
                 if groups.get("total"):
                     self.total = int(groups["total"])

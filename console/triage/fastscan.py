@@ -181,6 +181,9 @@ class LineGate:
         # rule-only literal; None for anything else (an ANSI-split prefix, a guard word, an unkeyed rule
         # literal: needs_feed decides)
         kinds = [True if p in sure else keyed.get(p) for p in allp or ()]
+        # the literal of each pattern that only selects markers or the metric watcher (engine.feed_light)
+        light = {lit.encode(): lit for lit in self.engine.light_literals}
+        self.hit_lights = [light.get(p) for p in allp or ()]
         return find, kinds, name
 
     def chunk_literals(self) -> list[str]:
@@ -310,6 +313,9 @@ class FastFileScanner:
         self.engine = engine
         self.gate = gate
         self.find, self.kinds, _ = finder or gate.hit_finder()
+        lights = getattr(gate, "hit_lights", [])
+        self.lights: list[str | None] = lights if len(lights) == len(self.kinds) else [None] * len(self.kinds)
+        self.inert = [lit.encode() for lit in gate.roles["inert"]]
         self.lineno = 1  # number of the line starting at the current chunk's offset 0
         self.fed = 0
         self.candidates = 0
@@ -323,62 +329,76 @@ class FastFileScanner:
         else:
             self.engine.skip_to(lineno)
 
-    def _candidate(self, lineno: int, raw: bytes) -> None:
-        self.candidates += 1
-        text = line_text(raw)
-        if self.gate.needs_feed(text_for_gate(text)):
-            self.fed += 1
-            self.engine.feed(lineno, text)
-
-    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool]]:
-        """(start, end, number, sure) of the lines of ``buf[:end]`` that may matter, in order; ``sure``:
-        it holds a literal feed() acts on (else ``needs_feed`` decides)."""
+    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool, list[str] | None]]:
+        """(start, end, number, sure, light) of the lines of ``buf[:end]`` that may matter, in order;
+        ``sure``: it holds a literal feed() acts on (else ``needs_feed`` decides); ``light``: the literals
+        found in it when they all only select markers or metrics (else None)."""
         hits = self.find(memoryview(buf)[:end] if end < len(buf) else buf)
         if buf.find(b"\x00", 0, end) >= 0:  # removing NULs can join a literal: those lines are candidates
             hits = sorted(
                 [*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))], key=lambda h: h[1]
             )
-        kinds = self.kinds
-        out: list[tuple[int, int, int, bool]] = []
-        keyed: list[tuple[int, int, int, bool]] = []
+        kinds, lights = self.kinds, self.lights
+        out: list[tuple[int, int, int, bool, list[str] | None]] = []
+        keyed: list[tuple[int, int, int, bool, list[str] | None]] = []
         keyed_lits: list[list[str]] = []
-        pos, lineno, i, nh = 0, self.lineno, 0, len(hits)
-        while i < nh:
-            hit = hits[i][1]
-            if hit < pos:
-                i += 1
-                continue
-            start = buf.rfind(b"\n", pos, hit) + 1
-            if start > pos:
-                lineno += buf.count(b"\n", pos, start)
-            else:
-                start = pos
-            nl = buf.find(b"\n", hit, end)
-            lits: list[str] = []
-            sure = maybe = False
-            while i < nh:
-                idx, h, _ = hits[i]
-                if h >= nl:
-                    break
-                i += 1
+        rfind, find, count = buf.rfind, buf.find, buf.count
+        pos, lineno, nl = 0, self.lineno, -1  # nl: the end of the line being read (its newline)
+        start = 0
+        sure = maybe = False
+        lits: list[str] = []
+        light: list[str] | None = None
+        for idx, hit, _ in hits:
+            if hit < nl:  # another hit in the same line
+                if sure and light is None:
+                    continue
                 kind = kinds[idx] if idx >= 0 else None
                 if kind is True:
                     sure = True
-                    break
+                    if light is not None:
+                        lit = lights[idx]
+                        if lit is None:
+                            light = None
+                        else:
+                            light.append(lit)
+                    continue
+                light = None
                 if kind is None:
                     maybe = True
                 else:
                     lits.append(kind)
-            if sure or maybe:
-                out.append((start, nl, lineno, sure))
+                continue
+            if nl >= 0:  # the line before is complete
+                if sure or maybe:
+                    out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
+                else:
+                    keyed.append((start, nl, lineno, False, None))
+                    keyed_lits.append(lits)
+                pos, lineno = nl + 1, lineno + 1
+            start = rfind(b"\n", pos, hit) + 1
+            if start > pos:
+                lineno += count(b"\n", pos, start)
             else:
-                keyed.append((start, nl, lineno, False))
+                start = pos
+            nl = find(b"\n", hit, end)
+            kind = kinds[idx] if idx >= 0 else None
+            sure = kind is True
+            maybe = kind is None
+            lits = [] if sure or maybe else [kind]
+            light = None
+            if sure:
+                lit = lights[idx]
+                light = None if lit is None else [lit]
+        if nl >= 0:
+            if sure or maybe:
+                out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
+            else:
+                keyed.append((start, nl, lineno, False, None))
                 keyed_lits.append(lits)
-            pos, lineno = nl + 1, lineno + 1
         if keyed:
             cap = LINE_CAP
             found = self.gate.batch_keys(
-                [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _ in keyed], keyed_lits
+                [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _, _ in keyed], keyed_lits
             )
             if found:
                 out = sorted(out + [keyed[j] for j in found])
@@ -390,35 +410,70 @@ class FastFileScanner:
         first = self.lineno
         lines = self._lines(buf, end)
         engine = self.engine
+        feed, feed_light, needs_feed, cap, inert = (
+            engine.feed,
+            engine.feed_light,
+            self.gate.needs_feed,
+            LINE_CAP,
+            self.inert,
+        )
         pos, lineno, ci, nc = 0, first, 0, len(lines)
-        busy = engine.wants_more
-        detecting = engine.detects_at(lineno)
         while pos < end:
-            if detecting and not engine.detects_at(lineno):
-                detecting = False
-                engine.skip_to(lineno)  # past the detection window: as feed() would note it
-            if busy or detecting:
-                nl = buf.find(b"\n", pos, end)
-                self._feed(
-                    lineno, buf[pos : pos + LINE_CAP] if nl - pos > LINE_CAP else buf[pos:nl], detecting
-                )
-                pos, lineno = nl + 1, lineno + 1
-                busy = engine.wants_more
+            if engine.wants_more or engine.detects_at(lineno):
+                # line by line while a traceback is open or the framework is being detected
+                detecting = engine.detects_at(lineno)
+                while pos < end:
+                    if detecting and not engine.detects_at(lineno):
+                        detecting = False
+                        engine.skip_to(lineno)  # past the detection window: as feed() would note it
+                    if not (detecting or engine.wants_more):
+                        break
+                    nl = buf.find(b"\n", pos, end)
+                    self._feed(lineno, buf[pos : pos + cap] if nl - pos > cap else buf[pos:nl], detecting)
+                    pos, lineno = nl + 1, lineno + 1
                 continue
+            # the lines that may matter, until one opens a traceback
             while ci < nc and lines[ci][0] < pos:
                 ci += 1
             if ci >= nc:
                 break
-            start, nl, lineno, sure = lines[ci]
-            ci += 1
-            raw = buf[start : start + LINE_CAP] if nl - start > LINE_CAP else buf[start:nl]
-            if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
-                self.fed += 1
-                engine.feed(lineno, line_text(raw))
-            else:
-                self._candidate(lineno, raw)
-            busy = engine.wants_more
+            busy = False
+            for ci in range(ci, nc):  # noqa: B020 (ci: where this loop stopped)
+                start, nl, lineno, sure, light = lines[ci]
+                raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
+                if raw[-1:] == b"\r":
+                    raw = raw[:-1]
+                if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
+                    text = clean_line(raw)
+                else:
+                    text = raw.decode("utf-8", errors="replace")
+                    if light is not None and "\ufffd" not in text:
+                        # the literals found are exactly those in the text, unless an inert one is there too
+                        for lit in inert:
+                            if lit in raw:
+                                break
+                        else:
+                            self.fed += 1
+                            feed_light(lineno, text, set(light))
+                            if engine.wants_more:
+                                busy = True
+                                break
+                            continue
+                if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
+                    self.fed += 1
+                    feed(lineno, text)
+                else:
+                    self.candidates += 1
+                    if needs_feed(text_for_gate(text)):
+                        self.fed += 1
+                        feed(lineno, text)
+                if engine.wants_more:
+                    busy = True
+                    break
             pos, lineno = nl + 1, lineno + 1
+            if not busy:
+                break
+            ci += 1
         self.lineno = first + buf.count(b"\n", 0, end)
 
     def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:

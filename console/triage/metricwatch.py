@@ -15,6 +15,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 LITERALS = ("grad_norm", "grad norm", "Grad norm", "grad-norm", "gradient norm", "reward", "Reward")
 
@@ -24,6 +25,15 @@ _PAIR = re.compile(
     re.IGNORECASE,
 )
 _STEP = re.compile(r"(?:\bstep[:= ]\s*|\biteration\s+|global_step[:=]\s*)(\d+)", re.IGNORECASE)
+
+# A long metric line (verl's ``step:N - key:value - ...``) is printed with the same text every step but its
+# numbers: the pairs _PAIR reads in it depend only on that text (see _Shape), so the line is matched against
+# the shapes of earlier lines first, and _PAIR runs over it only for a new shape.
+_RUN = re.compile(r"[0-9]+")
+SHAPE_MIN_LEN = 16  # shorter lines: _PAIR alone
+SHAPE_MAX_LEN = 4096
+SHAPES = 8  # shapes kept (most recently used first)
+SHAPE_CANDIDATES = 256  # shapes seen once, remembered to learn them when seen again
 
 EXPLODE_RATIO = 100.0  # a grad norm this many times the median of the earlier ones...
 EXPLODE_MIN = 1000.0  # ...and at least this large
@@ -65,6 +75,71 @@ def _kind(key: str) -> str | None:
     return None
 
 
+class _Shape(NamedTuple):
+    """A line with its ASCII digit runs as groups, and what _PAIR and _STEP read in any line of that shape.
+
+    Every item of _PAIR and _STEP treats an ASCII digit by its class only (``\\d``, ``\\w``, not a letter,
+    not ``.``, not a space, and under unbounded repetition), and no match or group of theirs starts or ends
+    inside a digit run (a key starts with a letter; a value or a step number follows a non-digit and is
+    followed by a non-digit). So two lines that differ only in the contents of their nonempty digit runs
+    give the same matches, run for run: the same keys up to digits (which ``_kind`` ignores), and values
+    and step numbers made of the same runs and the same text between them.
+    """
+
+    rx: re.Pattern[str]
+    # a value read is ``template % match.group(*groups)`` (just the template when it has no digit run)
+    step: tuple[str, tuple[int, ...]] | None
+    plan: tuple[tuple[str, str, tuple[int, ...]], ...]  # (kind, template, groups) of each pair read
+
+
+def _template(body: str, runs: list[tuple[int, int]], vs: int, ve: int) -> tuple[str, tuple[int, ...]] | None:
+    """``body[vs:ve]`` as a %-template over the digit runs of ``body`` (None if a run crosses an edge)."""
+    template, groups, at = "", [], vs
+    for i, (rs, r_end) in enumerate(runs):
+        if r_end <= vs or rs >= ve:
+            continue
+        if rs < vs or r_end > ve:
+            return None  # cannot happen (see _Shape): then the line is not learned
+        template += body[at:rs].replace("%", "%%") + "%s"
+        groups.append(i + 1)
+        at = r_end
+    template += body[at:ve].replace("%", "%%")
+    return template, tuple(groups)
+
+
+def _shape_of(body: str, read: list[tuple[str, tuple[int, int]]]) -> _Shape | None:
+    """The shape of ``body``, given the (kind, span of the value) of each pair _PAIR read in it."""
+    runs = [m.span() for m in _RUN.finditer(body)]
+    plan: list[tuple[str, str, tuple[int, ...]]] = []
+    for kind, (vs, ve) in read:
+        t = _template(body, runs, vs, ve)
+        if t is None:
+            return None
+        plan.append((kind, *t))
+    m = _STEP.search(body)
+    step = _template(body, runs, *m.span(1)) if m else None
+    if m and step is None:
+        return None
+    # only the runs read are groups, numbered in order
+    used = sorted({g for _, _, gs in plan for g in gs} | set(step[1] if step else ()))
+    number = {g: i + 1 for i, g in enumerate(used)}
+    plan = [(kind, t, tuple(number[g] for g in gs)) for kind, t, gs in plan]
+    if step is not None:
+        step = (step[0], tuple(number[g] for g in step[1]))
+    texts = _RUN.split(body)
+    rx = "".join(
+        re.escape(t) + ("" if i == len(runs) else "([0-9]+)" if i + 1 in number else "[0-9]+")
+        for i, t in enumerate(texts)
+    )
+    return _Shape(re.compile(rx), step, tuple(plan))
+
+
+def _fill(template: str, groups: tuple[int, ...], m: re.Match[str]) -> str:
+    if not groups:
+        return template.replace("%%", "%")
+    return template % m.group(*groups)
+
+
 MEDIAN_WINDOW = 64  # earlier grad norms kept for the median (constant cost per line)
 
 
@@ -77,18 +152,60 @@ class MetricWatch:
     reward: deque[tuple[int, int | None, float]] = field(default_factory=lambda: deque(maxlen=COLLAPSE_STEPS))
     reward_before: deque[float] = field(default_factory=lambda: deque(maxlen=COLLAPSE_WINDOW))
     found: set[str] = field(default_factory=set)
+    shapes: list[_Shape] = field(default_factory=list)
+    learn: bool = True  # False: _PAIR on every line (the reference the shapes are tested against)
+    _once: set[str] = field(default_factory=set)
 
-    def feed(self, lineno: int, body: str) -> list[Anomaly]:
-        step = find_step(body)
-        out: list[Anomaly] = []
-        seen: set[str] = set()
+    def read(self, body: str) -> tuple[int | None, list[tuple[str, str]]]:
+        """The step number in ``body`` (when it has a pair) and the (kind, value text) of the first pair of
+        each kind _PAIR reads in it, in order."""
+        n = len(body)
+        learn = self.learn and SHAPE_MIN_LEN <= n <= SHAPE_MAX_LEN
+        if learn:
+            shapes = self.shapes
+            for i, sh in enumerate(shapes):
+                m = sh.rx.fullmatch(body)
+                if m is not None:
+                    if i:
+                        shapes.insert(0, shapes.pop(i))
+                    if not sh.plan:
+                        return None, []
+                    step = int(_fill(*sh.step, m)) if sh.step is not None else None
+                    return step, [(kind, _fill(tmpl, groups, m)) for kind, tmpl, groups in sh.plan]
+        out: list[tuple[str, str]] = []
+        read: list[tuple[str, tuple[int, int]]] = []
         for m in _PAIR.finditer(body):
             kind = _kind(m.group("key"))
-            if kind is None or kind in seen:
+            if kind is None or (out and out[0][0] == kind):
                 continue
-            seen.add(kind)
+            out.append((kind, m.group("val")))
+            read.append((kind, m.span("val")))
+            if len(out) == 2:  # both kinds read: later pairs would be skipped (saves scanning the rest)
+                break
+        if learn:
+            self._learn(body, read)
+        return (find_step(body) if out else None), out
+
+    def _learn(self, body: str, read: list[tuple[str, tuple[int, int]]]) -> None:
+        """Keep the shape of a line seen a second time (a line seen once costs a skeleton, not a compile)."""
+        skeleton = _RUN.sub("0", body)
+        if skeleton not in self._once:
+            if len(self._once) >= SHAPE_CANDIDATES:
+                self._once.clear()
+            self._once.add(skeleton)
+            return
+        self._once.discard(skeleton)
+        shape = _shape_of(body, read)
+        if shape is not None:
+            self.shapes.insert(0, shape)
+            del self.shapes[SHAPES:]
+
+    def feed(self, lineno: int, body: str) -> list[Anomaly]:
+        step, pairs = self.read(body)
+        out: list[Anomaly] = []
+        for kind, text in pairs:
             try:
-                value = float(m.group("val"))
+                value = float(text)
             except ValueError:
                 continue
             if kind == "grad_norm":
@@ -106,8 +223,6 @@ class MetricWatch:
                 where = f" at step {a.step}" if a.step is not None else ""
                 a.evidence = f"{a.evidence}{where}: {body.strip()[:200]}"
                 out.append(a)
-            if len(seen) == 2:  # both kinds read: later pairs would be skipped (saves scanning the rest)
-                break
         return out
 
     def _check_grad(self) -> Anomaly | None:

@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from console.catalog.progress import KINDS as PROGRESS_KINDS
+from console.catalog.progress import progress_patterns
 from console.errors import ConsoleError
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.toml"
@@ -139,6 +141,7 @@ class Marker:
     regex: re.Pattern[str]
     tag: str | None = None
     complete_at_total: bool = False
+    min_step: int = 0  # progress: a lower step is not a training step
     upgrades: tuple[str, ...] = ()  # context: findings of these classes near it become `cls`
     cls: str | None = None
 
@@ -296,6 +299,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 regex=_compile(m.get("regex"), where),
                 tag=m.get("tag"),
                 complete_at_total=bool(m.get("complete_at_total", False)),
+                min_step=int(m.get("min_step", 0)),
                 upgrades=tuple(m.get("upgrades") or ()),
                 cls=m.get("class"),
             )
@@ -369,6 +373,10 @@ def load_catalog(path: Path | None = None) -> Catalog:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CatalogError(f"cannot read triage catalog {path}: {exc}") from None
+    own = [m.get("id") for m in data.get("marker") or [] if m.get("kind") in PROGRESS_KINDS]
+    if own:
+        raise CatalogError(f"{path.name}: progress/total/complete markers {own} belong in progress.toml")
+    data["marker"] = [p.as_marker() for p in progress_patterns()] + list(data.get("marker") or [])
     return parse_catalog(data)
 
 

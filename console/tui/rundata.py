@@ -7,16 +7,15 @@ Everything follows the run folder contract of console/CONTRACTS.md: ``state.json
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.errors import RunNotFound
 from console.events import Event, EventCursor
 from console.fileio import read_json
 from console.runs.recover import read_current_state
+from console.runs.store import RunStore
 
 LIVE_STATUSES = ("pending", "running")
 MAX_POINTS = 600  # per metric series kept for plots
@@ -78,10 +77,8 @@ class RunRow:
         return " · ".join(parts) or "-"
 
 
-def load_row(run_dir: Path) -> RunRow | None:
-    state = read_current_state(run_dir)
-    if not isinstance(state, dict):
-        return None
+def row_from(run_dir: Path, state: dict[str, Any]) -> RunRow:
+    """The Home screen's line for a run, from its current state (see ``RunStore.states``)."""
     spec = read_json(run_dir / "spec.json") or {}
     steps = state.get("steps") or []
     idx = int(state.get("current_step") or 0)
@@ -105,39 +102,16 @@ def load_row(run_dir: Path) -> RunRow | None:
     return row
 
 
+def load_row(run_dir: Path) -> RunRow | None:
+    state = read_current_state(run_dir)
+    return row_from(run_dir, state) if isinstance(state, dict) else None
+
+
 def list_runs(runs_dir: Path) -> list[RunRow]:
-    """Runs in the store, newest first. Folders without a readable state.json are skipped."""
-    rows: list[RunRow] = []
-    try:
-        entries = [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    except OSError:
-        return rows
-    for path in entries:
-        row = load_row(path)
-        if row is not None:
-            rows.append(row)
+    """Runs in the store (``RunStore``: broken folders skipped), newest created first."""
+    rows = [row_from(path, state) for path, state in RunStore(runs_dir).states()]
     rows.sort(key=lambda r: (r.created, r.id), reverse=True)
     return rows
-
-
-def resolve_run(runs_dir: Path, ref: str) -> Path:
-    """A run folder from an id, a unique id prefix, or a path; raises RunNotFound (one line)."""
-    direct = Path(ref).expanduser()
-    if (direct / "state.json").is_file():
-        return direct.resolve()
-    if (runs_dir / ref / "state.json").is_file():
-        return (runs_dir / ref).resolve()
-    try:
-        matches = sorted(
-            p for p in runs_dir.iterdir() if p.name.startswith(ref) and (p / "state.json").is_file()
-        )
-    except OSError:
-        matches = []
-    if len(matches) == 1:
-        return matches[0].resolve()
-    if matches:
-        raise RunNotFound(f"run {ref!r} is ambiguous in {runs_dir}: {', '.join(m.name for m in matches[:5])}")
-    raise RunNotFound(f"no run {ref!r} in {runs_dir}")
 
 
 @dataclass
@@ -332,19 +306,3 @@ def human_bytes(n: float | int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
-
-
-def runs_dir_from(arg: str | None) -> Path:
-    from console.spec import default_runs_dir
-
-    return Path(arg or default_runs_dir()).expanduser().resolve()
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError):
-        return False
-    return True

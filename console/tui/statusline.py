@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from console.tui.rundata import list_runs, runs_dir_from
+from console.runs.store import runs_dir_from
+from console.tui.rundata import list_runs
 
 MARKS = {
     "Pass": ("ok", "green"),
@@ -45,6 +46,6 @@ def segment(rows: list, tmux: bool = False) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    rows = list_runs(runs_dir_from(getattr(args, "runs_dir", None)))
+    rows = list_runs(runs_dir_from(getattr(args, "runs_dir", None)).resolve())
     print(segment(rows, tmux=bool(getattr(args, "tmux", False))))
     return 0

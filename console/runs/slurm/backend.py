@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -27,8 +28,9 @@ from console.rundir.lockfile import LockFile, is_locked
 from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.finalize import record_verdict
 from console.runs.pipeline import Pipeline, run_outcome
+from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
-from console.runs.slurm.gpu import NodeSampler, SamplerThread
+from console.runs.slurm.gpu import NodeSampler
 from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
@@ -165,7 +167,7 @@ def scan_steps(run_dir: Path, steps: list[dict[str, Any]]) -> list[tuple[str, in
     return out
 
 
-class Follower:
+class JobRecorder:
     """Brings one Slurm run's state.json/events.jsonl/triage.json up to date; ``step()`` is one poll.
 
     The steps' logs go through the local supervisor's pipeline (console.runs.pipeline: tailer,
@@ -204,7 +206,9 @@ class Follower:
         self.out_offset = 0
         self.scheduler_message: str | None = None
         self.gpu = NodeSampler.from_spec(self.spec)
-        self.sampler = SamplerThread(self.gpu) if self.gpu is not None else None
+        self.sampler = (
+            SamplerThread(self.gpu, interval=0.25, stall_after_s=math.inf) if self.gpu is not None else None
+        )
         self.pipeline = Pipeline(
             self.run_dir,
             self.spec.framework or "unknown",
@@ -398,6 +402,10 @@ class Follower:
         ended = self.now()
         events: list[Event] = []
 
+        def said(i: int, st: dict[str, Any]) -> None:
+            data = {"status": st["status"], "exit_code": st.get("exit_code"), "reason": st["reason"]}
+            events.append(Event("step_state", self.steps[i]["name"], data))
+
         def change(s: dict[str, Any]) -> None:
             if verdict == "Blocked" and status.phase == "done":
                 # the node died under the last started step: its exit code is not evidence (srun
@@ -413,17 +421,7 @@ class Follower:
                     st["status"] = "cancelled" if verdict in ("Cancelled", "Blocked") else "failed"
                     st["reason"] = reason or f"job {status.state}"
                     st["ended"] = ended
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {
-                                "status": st["status"],
-                                "exit_code": st.get("exit_code"),
-                                "reason": st["reason"],
-                            },
-                        )
-                    )
+                    said(i, st)
                 elif (
                     verdict == "Cancelled"
                     and st.get("status") == "failed"
@@ -432,23 +430,11 @@ class Follower:
                     # killed by the cancel, or its srun was refused mid-launch by the cancel
                     st["status"] = "cancelled"
                     st["reason"] = reason or "cancelled"
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {"status": "cancelled", "exit_code": st.get("exit_code"), "reason": st["reason"]},
-                        )
-                    )
+                    said(i, st)
                 elif st.get("status") == "pending":
                     st["status"] = "cancelled" if verdict == "Cancelled" else "skipped"
                     st["reason"] = f"not run: job {status.state}"
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {"status": st["status"], "exit_code": None, "reason": st["reason"]},
-                        )
-                    )
+                    said(i, {**st, "exit_code": None})
 
         update_state(self.run_dir, change)
         return events
@@ -586,12 +572,12 @@ class Follower:
 
     def sample_nodes(self, job_id: str, status: JobStatus) -> None:
         """Point the node sampler (its own thread) at the job while it runs; publish what it found."""
-        if self.sampler is None:
+        if self.gpu is None:
             return
         if status.phase == "active":
-            self.sampler.aim(job_id, max(1, len(status.nodes) or self.spec.slurm.nodes), status.nodes)
+            self.gpu.aim(job_id, max(1, len(status.nodes) or self.spec.slurm.nodes), status.nodes)
         else:
-            self.sampler.aim(None)
+            self.gpu.aim(None)
         self._publish_samples()
 
     def _publish_samples(self) -> None:
@@ -669,7 +655,7 @@ class Follower:
                     self.feed()
         finally:
             if self.sampler is not None:
-                self.sampler.stop()
+                self.sampler.stop(5.0)
             with contextlib.suppress(Exception):
                 self.pipeline.close()
             self.bus.close()
@@ -688,7 +674,7 @@ def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> di
     lock = LockFile(lock_path, expiry_s=max(FOLLOW_LOCK_EXPIRY_S, 10 * poll_s), poll_s=1.0)
     lock.acquire()
     try:
-        return Follower(run_dir, poll_s=poll_s).run(max_s=max_s, lock=lock)
+        return JobRecorder(run_dir, poll_s=poll_s).run(max_s=max_s, lock=lock)
     finally:
         lock.release()
 
