@@ -268,3 +268,76 @@ def test_hf_trainer_dict_with_nan_grad_norm_on_consecutive_logs_is_a_metric_fail
 )
 def test_hub_and_datasets_not_found_wording(tmp_path: Path, line: str, cls: str) -> None:
     assert tri(tmp_path, line)["primary"]["class"] == cls
+
+
+# --- who printed it: the process prefix and the C++ log levels (tuning cases of cases-d.jsonl) -------
+
+
+@pytest.mark.parametrize(
+    ("text", "cls"),
+    [
+        # ray-raylet-crash-resource-instance-set-check-failed (ray-project/ray#50433): a fatal check in "(raylet)"
+        (
+            "(raylet) [2025-02-11 18:42:15,859 C 30797 30797] resource_instance_set.cc:374:  Check failed: "
+            "RAY_PREDICT_TRUE(_left_ >= _right_)  0 vs 10000",
+            "ray_cluster",
+        ),
+        # ray-test-dead-actors-raylet-node-disconnected-check-failure (ray-project/ray#9875): glog F-level, raylet
+        (
+            "(pid=raylet, ip=172.31.21.113) F0803 17:57:59.534689 31315 31315 service_based_accessor.cc:488]  Check "
+            "failed: !local_node_id_.IsNil() This node is disconnected.",
+            "ray_cluster",
+        ),
+        # ray-node-exit-raylet-socket-connect-fatal-whole-cluster-died (ray-project/ray#7788): unbracketed glog
+        (
+            "F0328 18:49:23.675355 81818 raylet_client.cc:83] Could not connect to socket "
+            "/tmp/ray/session_2020-03-28_18-07-49_270759_76175/sockets/raylet",
+            "ray_cluster",
+        ),
+        # nccl-tests-unhandled-system-error-docker-shm-ipc-host (NVIDIA/nccl#473): nccl-tests' own failure line
+        ("fastmoe: Test NCCL failure common.cu:777 'unhandled system error'", "nccl"),
+        # venv-logic-rl-ray-2120-cluster-vs-2420-process style: Ray refuses another Ray/Python than the cluster's
+        (
+            "RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.12.0\n    Python: 3.10.14\n"
+            "This process on node 10.0.0.1 was started with:\n    Ray: 2.42.0\n    Python: 3.10.14",
+            "container_venv_mismatch",
+        ),
+        # rocr-lumi-vllm-apiserver-please-use-hip-visible-devices: Ray's own refusal on AMD nodes
+        (
+            "(APIServer pid=115369) RuntimeError: Please use HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES",
+            "rocr_visible_devices",
+        ),
+        # bridge-accelerate-megatron-get-args-unknown-location: "unknown location" = a namespace package, the
+        # real Megatron package is not installed (not a newer/older checkout of it)
+        (
+            "ImportError: cannot import name 'get_args' from 'megatron' (unknown location)",
+            "missing_dependency",
+        ),
+    ],
+)
+def test_process_prefix_and_log_level_name_the_area(tmp_path: Path, text: str, cls: str) -> None:
+    assert tri(tmp_path, text)["primary"]["class"] == cls
+
+
+def test_a_library_warning_about_an_optional_driver_is_not_a_missing_library(tmp_path: Path) -> None:
+    # pass-nccl-tests-e810-roce-passed-with-ibverbs-openmpi-warnings (NVIDIA/nccl#622): the test then passed
+    res = tri(
+        tmp_path,
+        "libibverbs: Warning: couldn't load driver 'libi40iw-rdmav34.so': libi40iw-rdmav34.so: cannot open "
+        "shared object file: No such file or directory",
+    )
+    assert res["primary"] is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # ckpt-bridge-qwen3-moe-mcore013-cannot-unpickle-mcoremetadata: a checkpoint pickled by a newer Megatron Core
+        "AttributeError: Can't get attribute 'MCoreMetadata' on <module "
+        "'megatron.core.dist_checkpointing.strategies.torch'>",
+        # ckpt-bridge-nemotron3-super-nvfp4-import-shape-mismatch: a weight that does not fit the model on import
+        "ValueError: Shape mismatch for megatron param decoder.layers.1.mlp.shared_experts.linear_fc2.weight:",
+    ],
+)
+def test_a_checkpoint_that_does_not_load_back(tmp_path: Path, line: str) -> None:
+    assert tri(tmp_path, line)["primary"]["class"] == "checkpoint_failure"
