@@ -341,3 +341,46 @@ def test_a_library_warning_about_an_optional_driver_is_not_a_missing_library(tmp
 )
 def test_a_checkpoint_that_does_not_load_back(tmp_path: Path, line: str) -> None:
     assert tri(tmp_path, line)["primary"]["class"] == "checkpoint_failure"
+
+
+@pytest.mark.parametrize(
+    ("text", "cls"),
+    [
+        # vLLM's and SGLang's own messages for a KV cache that does not fit
+        (
+            "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (12345). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine.",
+            "cuda_oom",
+        ),
+        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", "cuda_oom"),
+        # uv's and pip's own messages for a wheel that does not build or requirements that do not resolve
+        (
+            "  × Failed to build `flash-attn==2.7.4.post1`\n  ├─▶ The build backend returned an error",
+            "missing_dependency",
+        ),
+        ("  × No solution found when resolving dependencies:", "missing_dependency"),
+        (
+            "ERROR: Could not build wheels for flash-attn, which is required to install pyproject.toml-based projects",
+            "missing_dependency",
+        ),
+        # transformers older than the model's tokenizer (not a missing model file)
+        (
+            "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported.",
+            "missing_dependency",
+        ),
+    ],
+)
+def test_library_wording_for_memory_and_installs(tmp_path: Path, text: str, cls: str) -> None:
+    assert tri(tmp_path, text)["primary"]["class"] == cls
+
+
+def test_pip_resolver_notice_in_a_setup_is_not_a_failure(tmp_path: Path) -> None:
+    res = tri(
+        tmp_path,
+        "ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+        "installed. This behaviour is the source of the following dependency conflicts.\n"
+        "vllm 0.8.5 requires torch==2.6.0, but you have torch 2.7.0 which is incompatible.\n"
+        "Successfully installed torch-2.7.0",
+    )
+    assert res["primary"] is None
