@@ -384,3 +384,17 @@ def test_pip_resolver_notice_in_a_setup_is_not_a_failure(tmp_path: Path) -> None
         "Successfully installed torch-2.7.0",
     )
     assert res["primary"] is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Killed",  # bash, for a child SIGKILLed (the kernel's OOM killer, usually)
+        "srun: error: node001: task 0: Killed",  # Slurm's srun, same death
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=123.0. Some of the step tasks have been OOM Killed.",
+    ],
+)
+def test_a_killed_process_is_in_the_fatal_tier(tmp_path: Path, line: str) -> None:
+    res = tri(tmp_path, "iteration       10/     100 | lm loss: 2.1 |\n" + line)
+    assert res["verdict"] == "Fail" and res["primary"]["class"] == "unknown_error"
+    assert "dmesg" in res["primary"]["advice"]  # generic next steps for a signal death
