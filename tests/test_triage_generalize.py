@@ -398,3 +398,23 @@ def test_a_killed_process_is_in_the_fatal_tier(tmp_path: Path, line: str) -> Non
     res = tri(tmp_path, "iteration       10/     100 | lm loss: 2.1 |\n" + line)
     assert res["verdict"] == "Fail" and res["primary"]["class"] == "unknown_error"
     assert "dmesg" in res["primary"]["advice"]  # generic next steps for a signal death
+
+
+@pytest.mark.parametrize(
+    ("line", "cls"),
+    [
+        # subprocess's own message for a program that is not installed (DeepSpeed's JIT ops, a ninja build)
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'",
+            "missing_dependency",
+        ),
+        ("FileNotFoundError: [Errno 2] No such file or directory: 'ninja'", "missing_dependency"),
+        # the same exception on a data file
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: '/data/gsm8k/train.parquet'",
+            "data_missing",
+        ),
+    ],
+)
+def test_missing_program_or_data_by_the_path(tmp_path: Path, line: str, cls: str) -> None:
+    assert tri(tmp_path, line)["primary"]["class"] == cls
