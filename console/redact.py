@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
-from pathlib import Path
 from typing import Any
 
+from console.catalog import load_toml
+
 MASK = "***"
-_CATALOG = Path(__file__).resolve().parent / "catalog" / "redaction.toml"
 # Values that look like well-known tokens wherever they appear in text.
 _SECRET_VALUE_RES = [  # (a lower-case hint that must be in the text, the pattern)
     ("hf_", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")),  # Hugging Face
@@ -44,8 +43,7 @@ MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literall
 
 @cache
 def _rules() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
-    with open(_CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
+    data = load_toml("redaction")
     return (
         frozenset(w.lower() for w in data["secret_words"]),
         tuple(f.lower() for f in data.get("secret_fragments") or ()),

@@ -15,10 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line, remedy_text
 from console.fileio import read_json, write_text_atomic
 from console.redact import redact_obj, redact_text
 from console.rundir.state import read_state
-from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, run_verdict
+from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
 MAX_DIRTY = 20
@@ -143,7 +144,7 @@ def _interpreter_line(doctor: dict[str, Any]) -> str:
     it = doctor.get("interpreter") if isinstance(doctor, dict) else None
     if not isinstance(it, dict):
         return ""
-    command = " ".join(str(a) for a in it.get("command") or [])
+    command = command_line([str(a) for a in it.get("command") or []])
     if not it.get("executable"):
         return f"`{command}` not probed ({it.get('problem') or it.get('status')})"
     versions = ", ".join(f"{k} {v or 'not installed'}" for k, v in (it.get("packages") or {}).items())
@@ -155,12 +156,9 @@ def _rerun_line(extra: dict[str, Any]) -> str:
     if not extra.get("linked_from"):
         return ""
     remedy = extra.get("remedy") or {}
-    bits = [f"unset {u}" for u in remedy.get("unset") or []]
-    bits += [f"{k}={v}" for k, v in (remedy.get("env") or {}).items()]
-    bits += list(remedy.get("overrides") or [])
     what = f" for {remedy['class']}" if remedy.get("class") else ""
     return f"of run {extra['linked_from']} with the remedy{what} applied: " + (
-        ", ".join(bits) if bits else "no env or override change"
+        remedy_text(remedy) or "no env or override change"
     )
 
 

@@ -108,6 +108,62 @@ def test_new_run_walk_shows_why_for_every_level_and_variant(tmp_path: Path) -> N
     drive(app, body)
 
 
+def test_new_run_builds_the_cli_spec_with_slurm_hang_timeout_and_bridge_tests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New run has `run`'s Slurm options, hang timeout and Bridge tests, and builds its spec with the
+    CLI's own builder: the same fields give the same spec.json as the command line."""
+    from console.cli import build_parser
+    from console.spec import spec_from_args
+
+    monkeypatch.delenv("BRIDGE_REPO", raising=False)
+    runs = tmp_path / "runs"
+    app = ConsoleApp(runs)
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("n")
+        scr = app.screen
+        assert not scr.query_one("#slurm-fields").display  # local by default: no Slurm questions
+        scr.query_one("#launcher").value = "slurm"
+        await pilot.pause(0.1)
+        assert scr.query_one("#slurm-fields").display
+        fields = {"nodes": "2", "partition": "batch", "time": "01:30:00", "mounts": "/data:/data,/m:/m"}
+        for key, value in fields.items():
+            scr.query_one(f"#{key}").value = value
+        scr.query_one("#hang_timeout").value = "600"
+        scr.query_one("#bridge_tests").text = "tests/functional_tests/test_a.py\n\n tests/test_b.py\n"
+        scr.query_one("#env").text = "DEMO_X=1"
+        await pilot.pause(0.1)
+        spec = scr.build_spec()
+        cli = spec_from_args(
+            build_parser().parse_args(
+                ["run", "--launcher", "slurm", "--nodes", "2", "--partition", "batch", "--time", "01:30:00"]
+                + ["--mounts", "/data:/data,/m:/m", "--hang-timeout", "600", "--env", "DEMO_X=1"]
+                + ["--bridge-test", "tests/functional_tests/test_a.py", "--bridge-test", "tests/test_b.py"]
+                + ["--runs-dir", str(runs)]
+            )
+        )
+        assert spec.to_dict() == cli.to_dict()
+        assert spec.slurm.nodes == 2 and spec.slurm.mounts == ["/data:/data", "/m:/m"]
+        assert spec.extra == {"bridge_tests": ["tests/functional_tests/test_a.py", "tests/test_b.py"]} | {
+            "hang_timeout_s": 600.0
+        }
+        scr.query_one("#hang_timeout").value = "0"  # a bad value: the core's one line, in the form's words
+        await pilot.press("f2")
+        await wait_for(
+            pilot, lambda: "Hang timeout 0: must be a positive" in text_of(scr.query_one("#guide"))
+        )
+        assert "--hang-timeout" not in text_of(scr.query_one("#guide")) and scr.plan is None
+        scr.query_one("#hang_timeout").value = ""
+        scr.query_one("#launcher").value = "local"
+        await pilot.pause(0.1)
+        assert not scr.query_one("#slurm-fields").display
+        spec = scr.build_spec()
+        assert spec.launcher == "local" and spec.slurm.nodes == 1 and "hang_timeout_s" not in spec.extra
+
+    drive(app, body)
+
+
 def test_preview_and_preflight_come_into_view(tmp_path: Path) -> None:
     app = ConsoleApp(tmp_path / "runs")
 

@@ -8,13 +8,12 @@ An unknown key, a bad kind or a regex without the group its kind needs is a ``Ca
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from console.catalog import CATALOG_DIR, CatalogError
+from console.catalog import CATALOG_DIR, CatalogError, load_toml
 
 PROGRESS_TOML = CATALOG_DIR / "progress.toml"
 KINDS = ("progress", "total", "complete")
@@ -97,10 +96,7 @@ def _pattern(raw: Any, where: str) -> ProgressPattern:
 
 def load_progress_patterns(path: Path | None = None) -> tuple[ProgressPattern, ...]:
     path = path or PROGRESS_TOML
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"cannot read {path.name}: {exc}") from None
+    data = load_toml(path)
     unknown = set(data) - {"pattern"}
     if unknown:
         raise CatalogError(f"{path.name}: unknown tables {sorted(unknown)}")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from console import exitcodes
+from console.commandtext import remedy_text
 from console.doctor.registry import run_doctor
 from console.spec import RunSpec, spec_from_args
 
@@ -45,19 +46,11 @@ def format_table(result: dict[str, Any], width: int | None = None) -> str:
                 "advice: " + check["advice"], width=max(20, width - len(indent)), break_on_hyphens=False
             ):
                 lines.append(indent + text)
-            remedy = _remedy_text(check["remedy"])
+            remedy = remedy_text(check["remedy"])
             if remedy:
                 lines.append(indent + "remedy: " + remedy)
     lines.append(f"verdict: {result['verdict']}")
     return "\n".join(lines)
-
-
-def _remedy_text(remedy: dict[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in remedy.get("env", {}).items()]
-    parts += [f"unset {n}" for n in remedy.get("unset", [])]
-    parts += list(remedy.get("overrides", []))
-    parts += [" ".join(c) for c in remedy.get("commands", [])]
-    return "; ".join(parts)
 
 
 @contextlib.contextmanager

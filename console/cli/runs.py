@@ -21,7 +21,7 @@ from console.runs.follow import follow_run
 from console.runs.launch import start_run
 from console.runs.recover import current_state
 from console.runs.store import RunStore, runs_dir_from
-from console.spec import RunSpec, spec_from_args
+from console.spec import RunSpec, make_spec, spec_from_args
 
 
 def _runs_dir(args: argparse.Namespace) -> Path:
@@ -124,9 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from console.plan import build_plan
 
-    spec = RunSpec(
-        framework="demo", levels=[0], variants=list(args.variants or []), runs_dir=str(_runs_dir(args))
-    )
+    spec = make_spec({"framework": "demo", "variants": args.variants, "runs_dir": str(_runs_dir(args))})
     if args.device:
         if args.device not in ("auto", "cpu", "cuda"):
             raise SpecError(f"--device {args.device!r}: expected cpu, cuda or auto")

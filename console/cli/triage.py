@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from console import exitcodes
+from console.commandtext import remedy_text
 from console.errors import ConsoleError
 
 
@@ -26,12 +27,9 @@ def _print_human(res: dict[str, Any]) -> None:
         print(f"Primary: {p['class']} ({p['verdict']}) at {loc}: {p['evidence']}")
         print(likely_line(res))
         print(f"Advice: {p['advice']}")
-        r = p.get("remedy") or {}
-        parts = [f"unset {u}" for u in r.get("unset") or []]
-        parts += [f"{k}={v}" for k, v in (r.get("env") or {}).items()]
-        parts += list(r.get("overrides") or [])
-        if parts:
-            print("Remedy: " + " ".join(parts))
+        fix = remedy_text(p.get("remedy"))
+        if fix:
+            print("Remedy: " + fix)
     others = [
         f for f in res.get("findings") or [] if not p or f["line"] != p["line"] or f["class"] != p["class"]
     ]

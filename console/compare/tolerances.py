@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field, replace
-from functools import cache
-from pathlib import Path
 from typing import Any
 
+from console.catalog import load_toml
 from console.errors import SpecError
-
-CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "compare.toml"
 
 
 @dataclass(frozen=True)
@@ -60,18 +56,12 @@ class Rules:
     change_variants: list[str] = field(default_factory=list)
 
 
-@cache
-def _catalog() -> dict[str, Any]:
-    with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
-
-
 def known_frameworks() -> list[str]:
-    return sorted(_catalog().get("frameworks", {}))
+    return sorted(load_toml("compare").get("frameworks", {}))
 
 
 def _tables(framework: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    frameworks = _catalog().get("frameworks", {})
+    frameworks = load_toml("compare").get("frameworks", {})
     table = frameworks.get(framework) or {}
     metrics: dict[str, Any] = {}
     timing: dict[str, Any] = {}
@@ -113,7 +103,7 @@ def guess_framework(tags: set[str]) -> str:
 
 def load_rules(framework: str) -> Rules:
     """The rules of ``framework`` (its own table, else the best match is the caller's business)."""
-    cat = _catalog()
+    cat = load_toml("compare")
     d = cat.get("defaults") or {}
     metrics, timing = _tables(framework)
     return Rules(

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import tomllib
-from pathlib import Path
 from typing import Any
 
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "catalog" / "doctor.toml"
+from console.catalog import load_toml
 
 
-@functools.lru_cache(maxsize=1)
 def doctor_catalog() -> dict[str, Any]:
-    with CATALOG_PATH.open("rb") as fh:
-        return tomllib.load(fh)
+    return load_toml("doctor")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from console.doctor.catalog import doctor_catalog
+from console.rundir.paths import fill_run_dir
 from console.spec import RunSpec
 
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -208,11 +209,11 @@ def build_context(
     unset: list[str] = []
     cwd = str(Path(spec.repo).expanduser()) if spec.repo else None
     if step is not None:
-        rd = str(run_dir) if run_dir else ""
+        rd = run_dir or ""
         for key, value in (step.get("env") or {}).items():
-            step_env[key] = expand(str(value).replace("{run_dir}", rd), base)
+            step_env[key] = expand(fill_run_dir(str(value), rd), base)
         unset = list(step.get("unset") or [])
-        cwd = (step.get("cwd") or cwd or "").replace("{run_dir}", rd) or None
+        cwd = fill_run_dir(step.get("cwd") or cwd or "", rd) or None
     if "PYTHONPATH" not in step_env and spec.framework != "demo":
         step_env["PYTHONPATH"] = fallback_pythonpath(spec, base)
     env = {**base, **step_env}

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import RunInterpreter, run_interpreter, sync_flags, versions_text
 from console.doctor.result import Item, combine, make_remedy
@@ -42,7 +43,7 @@ def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
             "no_env",
             f"{where}: {it.problem}; versions not read",
             make_remedy(commands=[sync]),
-            facts={"sync": " ".join(sync)},
+            facts={"sync": command_line(sync)},
         )
     if not it.usable:
         return Item("failed", f"{where}: {it.problem}", facts={"command": it.command})
@@ -56,7 +57,7 @@ def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
 
 
 def _offline_item(off: dict[str, Any], who: str) -> Item:
-    cmd = " ".join(off.get("command") or [])
+    cmd = command_line([str(a) for a in off.get("command") or []])
     if off.get("error"):
         return Item("offline_unresolvable", f"`{cmd}`: {off['error']}", facts={"command": cmd})
     if off.get("download"):

@@ -16,21 +16,11 @@ from console.errors import SpecError
 from console.monitor.procs import process_create_time
 from console.redact import MASK, is_secret_name, redact_argv, redact_env, redact_obj, secret_argv_positions
 from console.rundir.ids import create_run_dir
+from console.rundir.paths import fill_run_dir
 from console.rundir.state import initial_state, update_state, write_json_atomic, write_state
 from console.spec import RunSpec
 
 SUPERVISOR_LOG = "supervisor.log"
-
-
-def substitute(value: Any, run_dir: str) -> Any:
-    """Replace ``{run_dir}`` in every string of a (nested) step value."""
-    if isinstance(value, str):
-        return value.replace("{run_dir}", run_dir)
-    if isinstance(value, list):
-        return [substitute(v, run_dir) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, run_dir) for k, v in value.items()}
-    return value
 
 
 def _as_dict(plan: Any) -> dict[str, Any]:
@@ -162,7 +152,7 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     # console killed mid-way never leaves a visible run folder without state.json
     staging = root / f".{run_dir.name}.creating"
     try:
-        plan_dict = substitute(plan_dict, str(run_dir))
+        plan_dict = fill_run_dir(plan_dict, run_dir)
         plan_dict["spec"] = spec.to_dict()
         secrets = _secrets(plan_dict, dict(os.environ))
         staging.mkdir()

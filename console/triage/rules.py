@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from console.catalog import CATALOG_DIR, CatalogError, load_toml
 from console.catalog.progress import KINDS as PROGRESS_KINDS
 from console.catalog.progress import progress_patterns
-from console.errors import ConsoleError
 
-CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.toml"
+CATALOG = CATALOG_DIR / "triage_rules.toml"
 
 # The class ids of DESIGN.md (plus the Noise pseudo-class). The catalog must cover every one.
 CLASS_IDS = (
@@ -44,10 +43,6 @@ CLASS_IDS = (
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
 MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal", "exiting")
-
-
-class CatalogError(ConsoleError):
-    """The triage catalog is malformed (a bug in the data, reported as one line)."""
 
 
 @dataclass(frozen=True)
@@ -368,11 +363,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     path = path or CATALOG
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"cannot read triage catalog {path}: {exc}") from None
+    data = dict(load_toml(path))  # a copy: the loader's dict is shared
     own = [m.get("id") for m in data.get("marker") or [] if m.get("kind") in PROGRESS_KINDS]
     if own:
         raise CatalogError(f"{path.name}: progress/total/complete markers {own} belong in progress.toml")

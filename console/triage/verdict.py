@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
+from console.catalog import load_toml
+from console.commandtext import command_line, remedy_text
 from console.events import iter_events
 from console.fileio import read_json
-from console.redact import redact_env, redact_text
+from console.rundir.paths import step_path
 from console.triage.rules import CATALOG, default_catalog
 
 FRAMEWORK_LABELS = {"nemo-rl": "NeMo-RL", "verl": "verl", "demo": "demo"}
@@ -54,15 +55,8 @@ VENDORED_BRIDGE = "3rdparty/Megatron-Bridge-workspace/Megatron-Bridge"
 
 
 def _limitations_catalog() -> dict[str, Any]:
-    import tomllib
-
-    with open(CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
+    data = load_toml(CATALOG)
     return {"limitations": data.get("limitation") or [], "learning_levels": data.get("learning_levels") or {}}
-
-
-def _subst(text: str, run_dir: Path) -> str:
-    return text.replace("{run_dir}", str(run_dir))
 
 
 def _step_log(run_dir: Path, index: int, step: dict[str, Any], st: dict[str, Any]) -> Path | None:
@@ -87,13 +81,10 @@ def _metrics_path(run_dir: Path, plan_steps: list[dict[str, Any]]) -> Path | Non
     if own.is_file():
         return own
     for s in plan_steps:
-        mj = s.get("metrics_json")
-        if not mj:
-            continue
-        p = Path(_subst(mj, run_dir))
-        if not p.is_absolute():
-            p = Path(_subst(s.get("cwd") or "", run_dir)) / p
-        if p.is_file() and p.resolve().is_relative_to(run_dir.resolve()):  # the run folder's evidence only
+        p = step_path(s.get("metrics_json"), s, run_dir)
+        if (
+            p is not None and p.is_file() and p.resolve().is_relative_to(run_dir.resolve())
+        ):  # the run folder's evidence only
             return p
     return None
 
@@ -298,17 +289,6 @@ class _Context:
     @property
     def label(self) -> str:
         return FRAMEWORK_LABELS.get(self.framework, self.framework)
-
-
-def command_line(step: dict[str, Any], run_dir: Path | None = None) -> str:
-    env = redact_env({k: str(v) for k, v in (step.get("env") or {}).items()})
-    parts = [f"{k}={v}" for k, v in env.items()]
-    parts += [f"-u {u}" for u in step.get("unset") or []]
-    cmd = shlex.join([str(a) for a in step.get("argv") or []])
-    line = (" ".join(["env", *parts]) + " " if parts else "") + cmd
-    if run_dir is not None:
-        line = _subst(line, run_dir)
-    return redact_text(line)
 
 
 def _group_status(
@@ -613,13 +593,9 @@ def _follow_ups(
         where = f" in {primary_step}" if primary_step else ""
         kind = "environment fix" if primary.get("verdict") == "Blocked" else "fix"
         out.append(f"{kind} ({primary.get('class')}{where}): {primary.get('advice', '')}")
-        r = primary.get("remedy") or {}
-        bits = [f"unset {u}" for u in r.get("unset") or []] + [
-            f"{k}={v}" for k, v in (r.get("env") or {}).items()
-        ]
-        bits += list(r.get("overrides") or [])
-        if bits:
-            out.append("rerun with: " + " ".join(bits))
+        fix = remedy_text(primary.get("remedy"))
+        if fix:
+            out.append("rerun with: " + fix)
     if verdict == "Blocked":
         out.append("The run is Blocked by the environment: it is not evidence against the Bridge provider.")
     for d in deliverables:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-CATALOG = Path(__file__).resolve().parents[2] / "catalog" / "slurm.toml"
+from console.catalog import load_toml
 
 
 @dataclass(frozen=True)
@@ -21,14 +19,8 @@ class StateMeaning:
     klass: str | None = None  # the triage class when this state decides the verdict
 
 
-@lru_cache(maxsize=1)
-def _catalog() -> dict[str, Any]:
-    with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
-
-
 def meaning(state: str) -> StateMeaning:
-    entry = _catalog()["states"].get(state.upper())
+    entry = load_toml("slurm")["states"].get(state.upper())
     if entry is None:
         return StateMeaning(phase="unknown", verdict=None)
     return StateMeaning(
@@ -45,20 +37,20 @@ def never_runs(reason: str | None) -> bool:
         return False
     return any(
         reason == r or reason.startswith(r + ",") or reason.startswith(r + ":")
-        for r in _catalog()["pending"]["never_runs"]
+        for r in load_toml("slurm")["pending"]["never_runs"]
     )
 
 
 def pending_advice(reason: str) -> str:
-    return str(_catalog()["pending"]["advice"]).format(reason=reason)
+    return str(load_toml("slurm")["pending"]["advice"]).format(reason=reason)
 
 
 def pending_grace_s() -> float:
-    return float(_catalog()["pending"].get("grace_s", 5))
+    return float(load_toml("slurm")["pending"].get("grace_s", 5))
 
 
 def failed_before_any_step() -> StateMeaning:
-    entry = _catalog()["failed_before_any_step"]
+    entry = load_toml("slurm")["failed_before_any_step"]
     return StateMeaning(
         phase="done", verdict=entry["verdict"], advice=entry.get("advice"), klass=entry.get("class")
     )
@@ -66,7 +58,7 @@ def failed_before_any_step() -> StateMeaning:
 
 def scheduler_class(class_id: str) -> dict[str, Any] | None:
     """Title/verdict/advice of a class only the scheduler shows (``node_failure``, ``scheduler_stop``)."""
-    entry = (_catalog().get("classes") or {}).get(class_id)
+    entry = (load_toml("slurm").get("classes") or {}).get(class_id)
     return dict(entry) if entry else None
 
 
@@ -86,7 +78,7 @@ class LaunchFailure:
 
 @lru_cache(maxsize=1)
 def launch_failure() -> LaunchFailure:
-    entry = _catalog()["launch_failure"]
+    entry = load_toml("slurm")["launch_failure"]
     return LaunchFailure(
         class_id=str(entry["class"]),
         exit_codes=frozenset(int(c) for c in entry["exit_codes"]),

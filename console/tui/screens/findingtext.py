@@ -6,18 +6,8 @@ from typing import Any
 
 from rich.text import Text
 
+from console.commandtext import remedy_text
 from console.tui import backend
-
-
-def remedy_text(remedy: dict[str, Any] | None) -> str:
-    remedy = remedy or {}
-    return ", ".join(
-        [
-            *(f"unset {u}" for u in remedy.get("unset") or []),
-            *(f"{k}={v}" for k, v in (remedy.get("env") or {}).items()),
-            *(remedy.get("overrides") or []),
-        ]
-    )
 
 
 def explain(finding: dict[str, Any], primary: dict[str, Any] | None, framework: str | None) -> dict[str, Any]:

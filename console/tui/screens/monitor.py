@@ -29,6 +29,7 @@ from textual.widgets import (
 from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
+from console.commandtext import remedy_text
 from console.tui import backend
 from console.tui.logfollow import LogFollower
 from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone
@@ -717,7 +718,10 @@ class MonitorScreen(Screen[None]):
                 self.start_rerun(remedy)
 
         self.app.push_screen(
-            ConfirmDialog(f"Rerun with the fix for {primary.get('class')}?", f"remedy: {remedy}"), go
+            ConfirmDialog(
+                f"Rerun with the fix for {primary.get('class')}?", f"remedy: {remedy_text(remedy)}"
+            ),
+            go,
         )
 
     @work(thread=True, exclusive=True, group="monitor-rerun")
