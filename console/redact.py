@@ -127,11 +127,6 @@ def redact_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def redact_arg(arg: str) -> str:
-    """One argv word or override on its own (``KEY=VALUE`` or a token-shaped value)."""
-    return redact_argv([arg])[0]
-
-
 def _assign(m: re.Match[str]) -> str:
     name, sep, value = m.group(1), m.group(2), m.group(3)
     if value == MASK or not is_secret_name(name):

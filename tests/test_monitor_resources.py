@@ -18,7 +18,6 @@ from console.monitor.gpu import GpuSampler
 from console.monitor.host import HostSampler, default_disk_paths
 from console.monitor.procs import has_marker, run_process_tree
 from console.monitor.sampler import ResourceSampler
-from console.monitor.verl_jsonl import VerlJsonlReader
 from console.runs.sampling import SamplerThread
 
 pytestmark = pytest.mark.timeout(60)
@@ -181,21 +180,3 @@ def test_sampler_thread_publishes_gpu_state_once_and_host_every_tick(tmp_path: P
     assert kinds.count("host") >= 4
     assert kinds.count("gpu") == 1  # "no NVIDIA driver" is said once, not every second
     assert events[-1].step == "l0" and seen == kinds  # the thread tags samples with the step set on it
-
-
-def test_verl_jsonl_incremental(tmp_path: Path) -> None:
-    p = tmp_path / "exp.jsonl"
-    p.write_text(
-        json.dumps({"step": 1, "data": {"actor/pg_loss": 0.5, "note": "x", "critic/vf_loss": "nan"}})
-        + "\n"
-        + '{"step": 2, "data": {"actor/pg_loss": 0.4'
-    )
-    r = VerlJsonlReader(p)
-    ev = r.poll()
-    assert [e.data["step"] for e in ev] == [1]
-    assert ev[0].data["values"] == {"actor/pg_loss": 0.5, "critic/vf_loss": "nan"}
-    with open(p, "a") as fh:
-        fh.write("}}\nnot json\n")
-    ev = r.poll()
-    assert [e.data["step"] for e in ev] == [2] and r.bad_lines == 1
-    assert r.metrics()["actor/pg_loss"] == {"1": 0.5, "2": 0.4}

@@ -13,12 +13,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from console.catalog import CATALOG_DIR, CatalogError, load_toml
+from console.catalog import CATALOG_DIR, CatalogError, _check, _strs, load_toml
 
 PROGRESS_TOML = CATALOG_DIR / "progress.toml"
 KINDS = ("progress", "total", "complete")
 FRAMEWORKS = ("nemo-rl", "verl", "megatron")
-_KEYS = {"id", "framework", "kind", "literals", "regex", "min_step", "complete_at_total", "reason"}
+PATTERN_KEYS: dict[str, tuple[type, bool]] = {
+    "id": (str, True),
+    "framework": (str, True),
+    "kind": (str, True),
+    "literals": (list, True),
+    "regex": (str, True),
+    "min_step": (int, False),
+    "complete_at_total": (bool, False),
+    "reason": (str, False),
+}
 _GROUP = {"progress": "step", "total": "total"}
 
 
@@ -33,13 +42,6 @@ class ProgressPattern:
     complete_at_total: bool = False
     reason: str = ""  # what the live parser's ``complete`` event says
 
-    def search(self, text: str) -> re.Match[str] | None:
-        """The regex's match when one of the literals is in ``text`` (the cheap test first)."""
-        for lit in self.literals:  # a loop, not any(<generator>): this runs for every log line
-            if lit in text:
-                return self.regex.search(text)
-        return None
-
     def as_marker(self) -> dict[str, Any]:
         """This pattern as a ``[[marker]]`` table of the triage catalog."""
         return {
@@ -53,44 +55,28 @@ class ProgressPattern:
 
 
 def _pattern(raw: Any, where: str) -> ProgressPattern:
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: must be a table")
-    unknown = set(raw) - _KEYS
-    if unknown:
-        raise CatalogError(f"{where}: unknown keys {sorted(unknown)}")
-    if not isinstance(raw.get("id"), str) or not raw["id"]:
-        raise CatalogError(f"{where}: id missing")
-    kind, framework = raw.get("kind"), raw.get("framework")
-    if kind not in KINDS:
-        raise CatalogError(f"{where}: kind must be one of {KINDS}")
-    if framework not in FRAMEWORKS:
-        raise CatalogError(f"{where}: framework must be one of {FRAMEWORKS}")
-    literals = raw.get("literals")
-    if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and x for x in literals):
+    t = _check(raw, PATTERN_KEYS, where)
+    where = f"{where} {t['id']}"
+    if t["kind"] not in KINDS or t["framework"] not in FRAMEWORKS:
+        raise CatalogError(f"{where}: kind must be one of {KINDS}, framework one of {FRAMEWORKS}")
+    if not t["literals"] or not all(_strs(t["literals"], where)):
         raise CatalogError(f"{where}: literals must be a non-empty list of strings")
     try:
-        regex = re.compile(str(raw.get("regex") or ""))
+        regex = re.compile(t["regex"])
     except re.error as exc:
         raise CatalogError(f"{where}: bad regex: {exc}") from None
-    group = _GROUP.get(kind)
-    if not regex.pattern or (group and group not in regex.groupindex):
-        raise CatalogError(f"{where}: a {kind} regex needs a (?P<{group}>...) group")
-    min_step, at_total = raw.get("min_step", 0), raw.get("complete_at_total", False)
-    if (
-        not isinstance(min_step, int)
-        or not isinstance(at_total, bool)
-        or not isinstance(raw.get("reason", ""), str)
-    ):
-        raise CatalogError(f"{where}: min_step must be an integer, complete_at_total a boolean, reason text")
+    group = _GROUP.get(t["kind"])
+    if group and group not in regex.groupindex:
+        raise CatalogError(f"{where}: a {t['kind']} regex needs a (?P<{group}>...) group")
     return ProgressPattern(
-        id=raw["id"],
-        framework=framework,
-        kind=kind,
-        literals=tuple(literals),
+        id=t["id"],
+        framework=t["framework"],
+        kind=t["kind"],
+        literals=tuple(t["literals"]),
         regex=regex,
-        min_step=min_step,
-        complete_at_total=at_total,
-        reason=raw.get("reason") or raw["id"],
+        min_step=t.get("min_step", 0),
+        complete_at_total=t.get("complete_at_total", False),
+        reason=t.get("reason") or t["id"],
     )
 
 
@@ -101,10 +87,7 @@ def load_progress_patterns(path: Path | None = None) -> tuple[ProgressPattern, .
     if unknown:
         raise CatalogError(f"{path.name}: unknown tables {sorted(unknown)}")
     patterns = tuple(
-        _pattern(
-            raw, f"{path.name} pattern[{i}] {raw.get('id', '?') if isinstance(raw, dict) else ''}".rstrip()
-        )
-        for i, raw in enumerate(data.get("pattern") or [])
+        _pattern(raw, f"{path.name} pattern[{i}]") for i, raw in enumerate(data.get("pattern") or [])
     )
     ids = [p.id for p in patterns]
     if len(set(ids)) != len(ids):
@@ -120,3 +103,22 @@ def progress_patterns() -> tuple[ProgressPattern, ...]:
 def patterns_of(framework: str) -> dict[str, ProgressPattern]:
     """The patterns of one framework, by id."""
     return {p.id: p for p in progress_patterns() if p.framework == framework}
+
+
+class FrameworkPatterns:
+    """One framework's patterns, tried in one pass per line: a regex only where its literal is."""
+
+    def __init__(self, framework: str) -> None:
+        self.by_id = patterns_of(framework)
+        self.completions = tuple(p for p in self.by_id.values() if p.kind == "complete")
+        self._by_literal = tuple((lit, p) for p in self.by_id.values() for lit in p.literals)
+
+    def matches(self, text: str) -> dict[str, re.Match[str]]:
+        """The patterns that match ``text``, by id (usually none: a loop of ``in`` tests)."""
+        out: dict[str, re.Match[str]] = {}
+        for lit, p in self._by_literal:
+            if lit in text and p.id not in out:
+                m = p.regex.search(text)
+                if m is not None:
+                    out[p.id] = m
+        return out

@@ -16,18 +16,9 @@ from typing import Any
 from console import exitcodes
 from console.commandtext import remedy_text
 from console.doctor.registry import run_doctor
-from console.spec import RunSpec, spec_from_args
+from console.spec import spec_from_args
 
 _MARK = {"ok": "ok", "warn": "WARN", "block": "BLOCK"}
-
-
-def build_plan_if_available(spec: RunSpec) -> Any:
-    """The plan builder's Plan when it exists; its SpecError (bad spec) propagates as exit 2."""
-    try:
-        from console.plan import build_plan  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return build_plan(spec)
 
 
 def format_table(result: dict[str, Any], width: int | None = None) -> str:
@@ -87,8 +78,10 @@ def exit_code(result: dict[str, Any]) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from console.plan import build_plan
+
     spec = spec_from_args(args)
-    plan = build_plan_if_available(spec)
+    plan = build_plan(spec)  # a bad spec: its SpecError, exit 2
     with progress_line("doctor: running preflight checks"):
         result = run_doctor(spec, plan)
     if getattr(args, "json", False):

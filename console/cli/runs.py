@@ -6,6 +6,7 @@ Each has the signature ``(args: argparse.Namespace) -> int`` (the exit code).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -37,13 +38,10 @@ def _exit_for(run_dir: Path) -> int:
 def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
     """Follow a run: the TUI's monitor when it is there and not ``headless``; else headless lines."""
     if not headless:
-        try:
-            from console.tui.launch import open_run
-        except ImportError:
-            open_run = None
-        if open_run is not None:
-            open_run(run_dir, runs_dir)
-            return _exit_for(run_dir)
+        from console.tui.launch import open_run
+
+        open_run(run_dir, runs_dir)
+        return _exit_for(run_dir)
     try:
         return follow_run(run_dir)
     except KeyboardInterrupt:
@@ -56,11 +54,9 @@ def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
         return exitcodes.DETACHED
 
 
-def _doctor(spec: RunSpec, plan: Any) -> dict[str, Any] | None:
-    try:
-        from console.doctor.preflight import blocks, preflight
-    except ImportError:
-        return None
+def _doctor(spec: RunSpec, plan: Any) -> dict[str, Any]:
+    from console.doctor.preflight import blocks, preflight
+
     result = preflight(spec, plan, None)
     if blocks(result):
         for check in result.get("checks", []):
@@ -99,12 +95,10 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
     result = _doctor(spec, plan) if doctor and not getattr(args, "no_doctor", False) else None
     run_dir = start_run(spec, plan=plan)
     if result is not None:
-        try:
-            from console.doctor.preflight import write_doctor_json
+        from console.doctor.preflight import write_doctor_json
 
+        with contextlib.suppress(OSError):
             write_doctor_json(run_dir, result)
-        except (ImportError, OSError):
-            pass
     return run_dir
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 
-from console.catalog.progress import patterns_of
+from console.catalog.progress import FrameworkPatterns
 from console.events import Event
 from console.monitor.progress_base import ParserState, json_number, parse_number, strip_prefixes
 
@@ -39,9 +39,7 @@ class NemoRlProgressParser(ParserState):
         self.source = source
         self._pending: dict[str, float | str] = {}
         self._phase: str | None = None
-        patterns = patterns_of("nemo-rl")
-        self._banner_pattern = patterns["nemo_step_banner"]
-        self._completions = [p for p in patterns.values() if p.kind == "complete"]
+        self._patterns = FrameworkPatterns("nemo-rl")
 
     def _flush(self, now: float) -> list[Event]:
         if not self._pending or self.step is None:
@@ -53,7 +51,8 @@ class NemoRlProgressParser(ParserState):
     def feed(self, text: str, now: float | None = None) -> list[Event]:
         now = time.time() if now is None else now
         line = strip_prefixes(text)
-        m = self._banner_pattern.search(line)
+        hits = self._patterns.matches(line)
+        m = hits.get("nemo_step_banner")
         if m:
             return self._banner(int(m["step"]), int(m["total"]), now)
         if "▶" in line:
@@ -78,12 +77,12 @@ class NemoRlProgressParser(ParserState):
                         self.done = self.step
                     return self._flush(now) + self._progress(now)
             return []
-        for pattern in self._completions:
-            if pattern.search(line):
-                if self.step is not None:
-                    self.done = self.step
-                return self._flush(now) + self._progress(now) + self._complete(pattern.reason, now, line)
-        return []
+        ending = next((p for p in self._patterns.completions if p.id in hits), None) if hits else None
+        if ending is None:
+            return []
+        if self.step is not None:
+            self.done = self.step
+        return self._flush(now) + self._progress(now) + self._complete(ending.reason, now, line)
 
     def _banner(self, step: int, total: int, now: float) -> list[Event]:
         out = self._flush(now)

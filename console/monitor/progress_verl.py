@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from console.catalog.progress import patterns_of
+from console.catalog.progress import FrameworkPatterns
 from console.events import Event
 from console.monitor.progress_base import ParserState, json_number, parse_clock, parse_number
 
@@ -58,23 +58,22 @@ class VerlProgressParser(ParserState):
         super().__init__()
         self._seen_bar = False
         self._phase: str | None = None
-        patterns = patterns_of("verl")
-        self._bar_pattern = patterns["verl_progress_bar"]
-        self._step_pattern = patterns["verl_metrics_line"]
-        self._total_pattern = patterns["verl_total_steps"]
-        self._completions = [p for p in patterns.values() if p.kind == "complete"]
+        self._patterns = FrameworkPatterns("verl")
+        self._bar_pattern = self._patterns.by_id["verl_progress_bar"]
+        self._step_pattern = self._patterns.by_id["verl_metrics_line"]
 
     def feed(self, text: str, now: float | None = None) -> list[Event]:
         now = time.time() if now is None else now
         out: list[Event] = []
-        m = self._bar_pattern.search(text)
+        hits = self._patterns.matches(text)
+        m = hits.get("verl_progress_bar")
         if m:
             out += self._bar(m, now)
-        m = self._step_pattern.search(text)
+        m = hits.get("verl_metrics_line")
         if m:
             out += self._step_line(int(m["step"]), m["rest"], now)
             return out
-        m = self._total_pattern.search(text)
+        m = hits.get("verl_total_steps")
         if m:
             self.total = int(m["total"])
             return out + self._progress(now)
@@ -93,9 +92,10 @@ class VerlProgressParser(ParserState):
                     self.resumed_from = None
                 out += self._phase_event(name, now)
                 break
-        for pattern in self._completions:
-            if pattern.search(text):
-                out += self._complete(pattern.reason, now, text)
+        if hits:  # the final validation line
+            for pattern in self._patterns.completions:
+                if pattern.id in hits:
+                    out += self._complete(pattern.reason, now, text)
         return out
 
     def _phase_event(self, name: str, now: float) -> list[Event]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.redact import MASK, is_secret_name, redact_argv, redact_env
+from console.redact import MASK, redact_argv, redact_env
 from console.spec import RunSpec
 
 STEP_FIELDS = (
@@ -80,9 +80,6 @@ class Step:
         if "env" in kw:
             kw["env"] = {str(k): str(v) for k, v in (kw["env"] or {}).items()}
         return cls(**kw)
-
-    def secret_env_names(self) -> list[str]:
-        return [k for k, v in self.env.items() if is_secret_name(k) and v]
 
 
 @dataclass

@@ -265,7 +265,18 @@ def run_outcome(
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
     from console.rundir.state import read_state
-    from console.runs.supervisor import decide_verdict  # the local supervisor's rule, not a copy
 
     triage = final_triage(run_dir, step_results)
     return decide_verdict(read_state(run_dir), steps, triage), triage
+
+
+def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
+    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
+    stopping_ok = all(
+        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
+        for s, plan_step in zip(state["steps"], steps, strict=False)
+    )
+    tri = (triage or {}).get("verdict")
+    if tri in ("Fail", "Blocked"):
+        return tri
+    return "Pass" if stopping_ok else "Fail"

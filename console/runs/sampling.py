@@ -73,11 +73,6 @@ class SamplerThread:
             self._stall_noted = False
         return out
 
-    @property
-    def stalled(self) -> bool:
-        busy = self._busy_since
-        return busy is not None and time.monotonic() - busy > self.stall_after_s
-
     def stop(self, timeout: float = 2.0) -> bool:
         """Ask the thread to end; True when it did within ``timeout`` (a hung call leaves it behind)."""
         self._stop.set()

@@ -39,7 +39,7 @@ from console.runs.finalize import (
     no_space_primary,
     record_verdict,
 )
-from console.runs.pipeline import Pipeline, final_triage
+from console.runs.pipeline import Pipeline, decide_verdict, final_triage
 from console.runs.stepwrap import exit_status, read_exit, write_exit
 
 TICK_S = 0.2
@@ -360,18 +360,6 @@ def _steps_cancelled(state: dict[str, Any]) -> None:
     status, verdict, ended = state.get("status"), state.get("verdict"), state.get("ended")
     mark_cancelled(state)
     state.update(status=status, verdict=verdict, ended=ended)
-
-
-def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
-    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
-    stopping_ok = all(
-        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
-        for s, plan_step in zip(state["steps"], steps, strict=False)
-    )
-    tri = (triage or {}).get("verdict")
-    if tri in ("Fail", "Blocked"):
-        return tri
-    return "Pass" if stopping_ok else "Fail"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -223,17 +223,10 @@ class TriageEngine:
         self.total: int | None = None
         self.completed_line: int | None = None
         self.exiting_line: int | None = None  # the process started to exit (shutdown-only warnings)
-        self.complete_reason: str | None = None
         self.last_line = 0
         self.source: str | None = None
 
     # ------------------------------------------------------------------ public API
-
-    def set_framework(self, framework: str) -> None:
-        """Fix the framework (given by the user or detected by a scanner): no more detection."""
-        if framework in FRAMEWORKS:
-            self.framework = framework
-            self._detect = framework == "nemo-rl"  # a NeMo-RL-shaped log may still turn out to be the demo
 
     @property
     def open_traceback(self) -> bool:
@@ -622,11 +615,11 @@ class TriageEngine:
                 if groups.get("total"):
                     self.total = int(groups["total"])
                 if m.complete_at_total and self.total and step >= self.total:
-                    self._complete(lineno, m.id, body)
+                    self._complete(lineno, body)
             elif m.kind == "total":
                 self.total = int(groups["total"])
             elif m.kind == "complete":
-                self._complete(lineno, m.id, body)
+                self._complete(lineno, body)
             elif m.kind == "context" and m.tag:
                 self.context[m.tag] = lineno
                 self.context_first.setdefault(m.tag, lineno)
@@ -637,10 +630,9 @@ class TriageEngine:
             elif m.kind == "fatal" and len(self.fatal) < 20:
                 self.fatal.append((lineno, m.id, evidence_text(body)))
 
-    def _complete(self, lineno: int, reason: str, body: str) -> None:
+    def _complete(self, lineno: int, body: str) -> None:
         if self.completed_line is None:
             self.completed_line = lineno
-            self.complete_reason = reason
             self.evidence.setdefault("complete", evidence_text(body))
 
     def _structure(self, prefix: str, body: str, lineno: int, new: list[Finding]) -> None:

@@ -17,17 +17,12 @@ the text lowercased, with the four non-ASCII characters that such a regex matche
 from __future__ import annotations
 
 import re
+import re._constants as _c  # the parser's own modules (Python >= 3.11, the project's floor)
+import re._parser as _p
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
-
-try:  # Python >= 3.11 names the parser re._parser; 3.10 and older call it sre_parse
-    import re._constants as _c
-    import re._parser as _p
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
 
 # A query: True (no requirement), a literal string, ("and", [q...]) or ("or", [q...]).
 Query = Any

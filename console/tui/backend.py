@@ -6,8 +6,11 @@ checker sees every edge): the console starts without paying for Hydra, the triag
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from console.errors import ConsoleError
 
@@ -77,10 +80,13 @@ def start_run(spec: Any, plan: Any = None) -> Path:
     return Path(start_run(spec, plan=plan))
 
 
-def cancel_run(run_dir: Path, grace: float = 10.0) -> Any:
-    from console.runs.cancel import cancel_run
-
-    return cancel_run(run_dir, grace)
+def start_cancel(run_dir: Path, grace: float, output: IO[bytes]) -> subprocess.Popen[bytes]:
+    """``rl-console cancel`` in a child of its own session writing to ``output``: the cancel goes on to
+    its end (SIGINT -> SIGTERM -> SIGKILL takes a while) even when the console quits first."""
+    argv = [sys.executable, "-m", "console", "cancel", str(run_dir), "--grace", str(grace)]
+    return subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
@@ -95,20 +101,24 @@ def triage_files(paths: list[Path]) -> dict[str, Any]:
     return triage_files(paths)
 
 
-def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, Any]:
+def triage_in_subprocess(paths: list[Path], stop: Callable[[], bool]) -> dict[str, Any] | None:
     """``rl-console triage --json`` in a child process: a multi-GB log's scan never holds the
-    console's GIL (the view stays responsive). ``started(proc)`` gets the process (to stop it)."""
+    console's GIL (the view stays responsive). The child is killed, and None returned, once ``stop()``."""
     import json
-    import subprocess
-    import sys
 
     argv = [sys.executable, "-m", "console", "triage", "--json", *(str(p) for p in paths)]
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
-    if started is not None:
-        started(proc)
-    out, err = proc.communicate()
+    while True:
+        try:
+            out, err = proc.communicate(timeout=0.2)  # retried after a timeout: no output is lost
+            break
+        except subprocess.TimeoutExpired:
+            if stop():
+                proc.kill()
+                proc.communicate()
+                return None
     try:
         return dict(json.loads(out))
     except ValueError:

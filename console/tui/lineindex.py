@@ -87,10 +87,6 @@ class LineIndex:
             return self._lines + (1 if self._scan_done and self._tail_bytes() > 0 else 0)
 
     @property
-    def scanned_bytes(self) -> int:
-        return self._scanned
-
-    @property
     def size(self) -> int:
         return max(0, self._size_at_open)
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -719,7 +719,3 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
         )
     update_state(run_dir, lambda s: s.update(follower_pid=proc.pid))
     return proc.pid
-
-
-def status_dict(status: JobStatus) -> dict[str, Any]:
-    return asdict(status)

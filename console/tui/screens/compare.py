@@ -99,24 +99,25 @@ class CompareScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "Compare"
-        self.compute()
+        self.compute(self.baseline, self.candidate)
 
     @work(thread=True, exclusive=True, group="compare")
-    def compute(self) -> None:
+    def compute(self, baseline: Path, candidate: Path) -> None:
+        """The pair comes in as arguments: a swap meanwhile never mixes the sides."""
         from console.compare import compare_runs
 
         try:
-            self.post_message(TaskDone("compare", compare_runs(self.baseline, self.candidate)))
+            self.post_message(TaskDone("compare", compare_runs(baseline, candidate)))
         except Exception as exc:  # noqa: BLE001 - one line on the screen, never a crash
             self.post_message(TaskDone("compare", None, error=str(exc)))
 
     def action_swap(self) -> None:
         self.baseline, self.candidate = self.candidate, self.baseline
         self.query_one("#cmp-title", Static).update(self._title())
-        self.compute()
+        self.compute(self.baseline, self.candidate)
 
     def action_refresh_compare(self) -> None:
-        self.compute()
+        self.compute(self.baseline, self.candidate)
 
     async def on_task_done(self, message: TaskDone) -> None:
         if message.kind != "compare":
@@ -234,7 +235,7 @@ def compare_selected(screen: Any, run_dir: Path | None = None) -> None:
             screen.notify("No run selected", severity="warning")
             return
         run_dir = row.path
-    mark = getattr(screen.app, "compare_mark", None)
+    mark = screen.app.compare_mark
     if mark is not None and Path(mark).resolve() != Path(run_dir).resolve():
         screen.app.compare_mark = None
         screen.app.push_screen(CompareScreen(Path(mark), Path(run_dir)))

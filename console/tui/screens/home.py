@@ -72,7 +72,7 @@ class HomeScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="home-scan")
     def scan(self) -> None:
-        self.post_message(RunsListed(list_runs(self.runs_dir)))
+        self.post_message(RunsListed(tuple(list_runs(self.runs_dir))))
 
     def on_runs_listed(self, message: RunsListed) -> None:
         table = self.query_one("#runs-table", DataTable)

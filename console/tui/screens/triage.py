@@ -7,8 +7,6 @@ above a virtual view of the whole file: enter jumps to the finding's line wherev
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 from pathlib import Path
 
 from rich.text import Text
@@ -19,6 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from console.tui import backend
 from console.tui.messages import TaskDone
@@ -43,7 +42,6 @@ class TriageScreen(Screen[None]):
         self.paths = paths
         self.start_line = line
         self.result: dict | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -64,27 +62,21 @@ class TriageScreen(Screen[None]):
         self.set_interval(STATUS_S, self._render_logbar)
         self.load()
 
-    def _remember_proc(self, proc: subprocess.Popen[bytes]) -> None:
-        self._proc = proc
-
-    def on_unmount(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                proc.kill()
-
     def _render_logbar(self) -> None:
         view = self.query_one("#triage-log", VirtualLogView)
         self.query_one("#triage-logbar", Static).update(f"{self.paths[0].name} · {view.status()}")
 
     @work(thread=True, exclusive=True, group="triage")
     def load(self) -> None:
+        """Triage in a child process; the screen's closing cancels this worker, which kills the child."""
+        worker = get_current_worker()
         try:
-            result = backend.triage_in_subprocess(self.paths, started=self._remember_proc)
+            result = backend.triage_in_subprocess(self.paths, stop=lambda: worker.is_cancelled)
         except Exception as exc:  # noqa: BLE001 - one line to the user
             self.post_message(TaskDone("triage", error=str(exc)))
             return
-        self.post_message(TaskDone("triage", result))
+        if result is not None:
+            self.post_message(TaskDone("triage", result))
 
     def on_task_done(self, message: TaskDone) -> None:
         status = self.query_one("#triage-status", Static)
