@@ -418,3 +418,27 @@ def test_a_killed_process_is_in_the_fatal_tier(tmp_path: Path, line: str) -> Non
 )
 def test_missing_program_or_data_by_the_path(tmp_path: Path, line: str, cls: str) -> None:
     assert tri(tmp_path, line)["primary"]["class"] == cls
+
+
+@pytest.mark.parametrize(
+    ("line", "verdict"),
+    [
+        # torchelastic's agent re-raises the signal it got: 2 (SIGINT) is a user stop, 11 (SIGSEGV) a crash
+        (
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4012 got signal: 2",
+            "Cancelled",
+        ),
+        (
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4012 got signal: 11",
+            "Fail",
+        ),
+        # Ray's own type for a task stopped with ray.cancel
+        (
+            "ray.exceptions.TaskCancelledError: Task: TaskID(16310a0f0a45af5cffffffffffffffffffffffff01000000) "
+            "was cancelled.",
+            "Cancelled",
+        ),
+    ],
+)
+def test_signal_and_task_cancel_wording(tmp_path: Path, line: str, verdict: str) -> None:
+    assert tri(tmp_path, line)["verdict"] == verdict
