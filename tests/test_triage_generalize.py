@@ -442,3 +442,17 @@ def test_missing_program_or_data_by_the_path(tmp_path: Path, line: str, cls: str
 )
 def test_signal_and_task_cancel_wording(tmp_path: Path, line: str, verdict: str) -> None:
     assert tri(tmp_path, line)["verdict"] == verdict
+
+
+@pytest.mark.parametrize(
+    ("line", "cls"),
+    [
+        # PyTorch's sampler on an empty dataset, verl's dataloader size line (hang-verl-no-errors-... shows
+        # the healthy form, "Size of train dataloader: 1136")
+        ("ValueError: num_samples should be a positive integer value, but got num_samples=0", "data_missing"),
+        ("(TaskRunner pid=92717) Size of train dataloader: 0, Size of val dataloader: 1", "data_missing"),
+        ("(TaskRunner pid=92717) Size of train dataloader: 1136, Size of val dataloader: 1", None),
+    ],
+)
+def test_an_empty_dataset_is_data_missing(tmp_path: Path, line: str, cls: str | None) -> None:
+    assert (tri(tmp_path, line)["primary"] or {}).get("class") == cls
