@@ -456,3 +456,13 @@ def test_signal_and_task_cancel_wording(tmp_path: Path, line: str, verdict: str)
 )
 def test_an_empty_dataset_is_data_missing(tmp_path: Path, line: str, cls: str | None) -> None:
     assert (tri(tmp_path, line)["primary"] or {}).get("class") == cls
+
+
+def test_retries_given_up_on_429_are_a_rate_limit(tmp_path: Path) -> None:
+    # urllib3's own message once its retries on 429 responses are exhausted (not a retry that went on)
+    line = (
+        "requests.exceptions.RetryError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded "
+        "with url: /api/models/Qwen/Qwen2.5-7B-Instruct (Caused by ResponseError('too many 429 error responses'))"
+    )
+    res = tri(tmp_path, line)
+    assert (res["verdict"], res["primary"]["class"]) == ("Blocked", "hf_rate_limit")
