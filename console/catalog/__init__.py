@@ -125,10 +125,12 @@ class CatalogError(ConsoleError):
     """A catalog data file cannot be read or does not match its schema (one line: file and reason)."""
 
 
-def load_toml(name_or_path: str | Path) -> dict[str, Any]:
+def load_toml(name_or_path: str | Path, shape: Any = None) -> dict[str, Any]:
     """A TOML data file as a dict: a bare name (``"doctor"``, ``"slurm.toml"``) is a file of this
     catalog folder, anything else a path. Parsed once per file version (path, mtime, size); treat the
-    dict as read-only. Missing, unreadable or malformed: a ``CatalogError`` naming the file and why."""
+    dict as read-only. Missing, unreadable or malformed: a ``CatalogError`` naming the file and why.
+    ``shape`` (a TypedDict of ``console.catalog.schema``): checked against it once per version too,
+    an unknown key or a wrong type a ``CatalogError`` naming the file and the key."""
     path = Path(name_or_path)
     if not isinstance(name_or_path, Path) and path.name == str(name_or_path):
         path = CATALOG_DIR / (path.name if path.suffix == ".toml" else f"{path.name}.toml")
@@ -136,17 +138,22 @@ def load_toml(name_or_path: str | Path) -> dict[str, Any]:
         stat = path.stat()
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return _parse_toml(path, stat.st_mtime_ns, stat.st_size)
+    return _parse_toml(path, stat.st_mtime_ns, stat.st_size, shape)
 
 
 @lru_cache(maxsize=64)
-def _parse_toml(path: Path, _mtime_ns: int, _size: int) -> dict[str, Any]:
+def _parse_toml(path: Path, _mtime_ns: int, _size: int, shape: Any = None) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    if shape is not None:
+        from console.catalog.schema import validate  # it imports CatalogError from here
+
+        validate(data, shape, path.name)
+    return data
 
 
 @dataclass(frozen=True)
@@ -462,8 +469,10 @@ def load_framework(name: str) -> FrameworkCatalog:
 @cache
 def load_guidance() -> tuple[TouchedArea, ...]:
     """The "what did your change touch?" answers and the levels each framework requires for them."""
+    from console.catalog.schema import GuidanceCatalog
+
     areas = []
-    for raw in load_toml("guidance").get("touched", []):
+    for raw in load_toml("guidance", GuidanceCatalog).get("touched", []):
         t = _check(raw, TOUCHED_KEYS, "guidance.toml [[touched]]")
         levels = {fw: tuple(int(n) for n in t[fw]) for fw in ("nemo-rl", "verl", "demo")}
         areas.append(TouchedArea(id=t["id"], label=t["label"], levels=levels))

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from console.catalog import load_toml
+from console.catalog.schema import CompareCatalog, load_checked
 from console.errors import SpecError
 
 
@@ -56,12 +56,17 @@ class Rules:
     change_variants: list[str] = field(default_factory=list)
 
 
+def _catalog() -> CompareCatalog:
+    catalog: CompareCatalog = load_checked("compare", CompareCatalog)
+    return catalog
+
+
 def known_frameworks() -> list[str]:
-    return sorted(load_toml("compare").get("frameworks", {}))
+    return sorted(_catalog().get("frameworks", {}))
 
 
 def _tables(framework: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    frameworks = load_toml("compare").get("frameworks", {})
+    frameworks = _catalog().get("frameworks", {})
     table = frameworks.get(framework) or {}
     metrics: dict[str, Any] = {}
     timing: dict[str, Any] = {}
@@ -103,7 +108,7 @@ def guess_framework(tags: set[str]) -> str:
 
 def load_rules(framework: str) -> Rules:
     """The rules of ``framework`` (its own table, else the best match is the caller's business)."""
-    cat = load_toml("compare")
+    cat = _catalog()
     d = cat.get("defaults") or {}
     metrics, timing = _tables(framework)
     return Rules(

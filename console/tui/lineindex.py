@@ -37,7 +37,7 @@ CACHE_LINES = 20_000
 try:  # numpy (a dependency of tensorboard) finds newlines in C; the fallback is a find() loop
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised only without numpy
-    _np = None
+    _np = None  # type: ignore[assignment]  # the module, or None where numpy is missing
 
 
 def _newlines(chunk: bytes) -> list[int]:

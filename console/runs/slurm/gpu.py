@@ -83,8 +83,8 @@ def parse_srun_label_output(text: str, nodes: Sequence[str]) -> dict[str, list[d
         if sep and task.strip().isdigit():
             by_task.setdefault(int(task.strip()), []).append(rest.strip())
     out = {}
-    for task, lines in sorted(by_task.items()):
-        node = nodes[task] if task < len(nodes) else f"task{task}"
+    for index, lines in sorted(by_task.items()):
+        node = nodes[index] if index < len(nodes) else f"task{index}"
         out[node] = parse_nvidia_smi_csv("\n".join(lines))
     return out
 
