@@ -36,7 +36,7 @@ EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
 # glog-style error/fatal levels of the C++ parts: PyTorch c10 "[E704 13:48:58.26 file.cpp:12]" / "[F file.cpp:12]",
 # Ray's "[2024-05-01 10:00:00,000 E 1234 5678]"
-GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ")
+GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ", " C ", ".cc:", ".cpp:")
 STRUCTURE_LITERALS = (
     TRACEBACK_START,
     FRAME_LITERAL,
@@ -87,7 +87,8 @@ _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed", *GLOG_LEVEL_LITERALS)
 _ERROR_LEVEL_RE = re.compile(
     r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b"
-    r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|^\[\d{4}-\d\d-\d\d [\d:,.]+ [EF] \d+ \d+\]"
+    r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|\[\d{4}-\d\d-\d\d [\d:,.]+ [EFC] \d+ \d+\]"
+    r"|(?:^|\s)[EF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+(?: \d+)? [\w./-]+:\d+\]"
 )
 _METRIC_SET = frozenset(METRIC_LITERALS)
 _METRIC_RE = re.compile("|".join(re.escape(x) for x in METRIC_LITERALS))  # any(lit in text for lit in ...)
@@ -324,7 +325,8 @@ class TriageEngine:
             and _ERROR_LEVEL_RE.search(text)
             and not (rule and rule.verdict == "Noise")
         ):
-            f = self._component_finding(body, lineno)
+            # the process prefix names who printed it, e.g. "(raylet)": part of what the components read
+            f = self._component_finding(f"{prefix} {body}" if prefix else body, lineno)
             if f is not None:
                 added = self._add_finding(f, count)
                 if added is not None:
