@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
 from typing import Any
 
-from console.catalog import load_toml
+from console.catalog.schema import RedactionCatalog, load_checked
 
 MASK = "***"
 # Values that look like well-known tokens wherever they appear in text.
@@ -43,7 +43,7 @@ MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literall
 
 @cache
 def _rules() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
-    data = load_toml("redaction")
+    data = load_checked("redaction", RedactionCatalog)
     return (
         frozenset(w.lower() for w in data["secret_words"]),
         tuple(f.lower() for f in data.get("secret_fragments") or ()),

@@ -12,6 +12,7 @@ A finished run's verdict is the one recorded at its end (``triage.json``, the sa
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +163,7 @@ def _rerun_line(extra: dict[str, Any]) -> str:
     )
 
 
-def _state(run_dir: Path) -> dict[str, Any]:
+def _state(run_dir: Path) -> Mapping[str, Any]:
     """``state.json`` as it is (callers settle a run whose supervisor is lost before they ask for
     its report: ``console.runs.recover.current_state``); {} when unreadable."""
     try:
@@ -196,7 +197,7 @@ def render_json(
     run_dir = Path(run_dir)
     v = verdict if verdict is not None else (None if recompute else recorded_verdict(run_dir))
     if v is None:
-        v = run_verdict(run_dir)
+        v = dict(run_verdict(run_dir))
         state = _state(run_dir)
         if state.get("status") in ("passed", "failed", "blocked", "cancelled") and state.get("verdict"):
             v["verdict"] = state["verdict"]
@@ -260,7 +261,8 @@ def render_json(
         out["baseline_comparison"] = [str(x) for x in comparison]
     if v.get("reason"):
         out["reason"] = v["reason"]
-    return redact_obj(out)
+    redacted: dict[str, Any] = redact_obj(out)
+    return redacted
 
 
 def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:

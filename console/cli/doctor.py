@@ -11,17 +11,17 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from console import exitcodes
 from console.commandtext import remedy_text
+from console.doctor.model import DoctorResult
 from console.doctor.registry import run_doctor
 from console.spec import spec_from_args
 
 _MARK = {"ok": "ok", "warn": "WARN", "block": "BLOCK"}
 
 
-def format_table(result: dict[str, Any], width: int | None = None) -> str:
+def format_table(result: DoctorResult, width: int | None = None) -> str:
     width = width or max(60, min(shutil.get_terminal_size((100, 20)).columns, 140))
     id_w = max(len(c["id"]) for c in result["checks"]) if result["checks"] else 10
     lines = [f"{'CHECK':<{id_w}}  {'STATUS':<6}  EVIDENCE"]
@@ -73,7 +73,7 @@ def progress_line(what: str) -> Iterator[None]:
         sys.stderr.flush()
 
 
-def exit_code(result: dict[str, Any]) -> int:
+def exit_code(result: DoctorResult) -> int:
     return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from console import exitcodes
+from console.doctor.model import DoctorResult
 from console.errors import ConsoleError, SpecError
 from console.fileio import runs_folder_problem
 from console.rundir.state import is_finished, read_state
@@ -54,7 +55,7 @@ def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
         return exitcodes.DETACHED
 
 
-def _doctor(spec: RunSpec, plan: Any) -> dict[str, Any]:
+def _doctor(spec: RunSpec, plan: Any) -> DoctorResult:
     from console.doctor.preflight import blocks, preflight
 
     result = preflight(spec, plan, None)

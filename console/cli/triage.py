@@ -9,14 +9,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from console import exitcodes
 from console.commandtext import remedy_text
 from console.errors import ConsoleError
 
+if TYPE_CHECKING:
+    from console.triage.model import TriageResult
 
-def _print_human(res: dict[str, Any]) -> None:
+
+def _print_human(res: TriageResult) -> None:
     prog = res.get("progress") or {}
     step = prog.get("step")
     where = f", step {step}/{prog.get('total') or '?'}" if step is not None else ""
@@ -41,7 +45,7 @@ def _print_human(res: dict[str, Any]) -> None:
             )
 
 
-def likely_line(res: dict[str, Any]) -> str:
+def likely_line(res: Mapping[str, Any]) -> str:
     """ "likely X (confidence c, lines ...); also consistent with Y, Z" for the primary finding."""
     p = res.get("primary") or {}
     lines = ", ".join(str(n) for n in (p.get("lines") or [p.get("line")])[:6])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ def _points(series: dict[str, Any]) -> dict[int, float]:
     return points
 
 
-class _JsonCurves(dict):
+class _JsonCurves(dict[str, dict[Any, Any]]):
     """``{tag: {step: value}}`` over a metrics.json dict, converting a tag only when it is asked for
     (a comparison reads a dozen of its hundreds of tags)."""
 
@@ -87,7 +87,7 @@ def _from_metrics_json(data: Any) -> dict[str, dict[int, float]]:
     return _JsonCurves(data) if isinstance(data, dict) else {}
 
 
-def _outside_metrics_json(run_dir: Path, state: dict[str, Any]) -> tuple[Any, str] | None:
+def _outside_metrics_json(run_dir: Path, state: Mapping[str, Any]) -> tuple[Any, str] | None:
     """A train step's metrics_json outside the run folder, unless rewritten after the run ended."""
     plan = read_json(run_dir / "plan.json", {}) or {}
     ended = state.get("ended")

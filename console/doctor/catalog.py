@@ -1,11 +1,10 @@
-"""The doctor's data file (console/catalog/doctor.toml), loaded once."""
+"""The doctor's data file (console/catalog/doctor.toml), read once per version and checked against
+``DoctorCatalog`` (console/catalog/schema.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from console.catalog import load_toml
+from console.catalog.schema import DoctorCatalog, load_checked
 
 
-def doctor_catalog() -> dict[str, Any]:
-    return load_toml("doctor")
+def doctor_catalog() -> DoctorCatalog:
+    return load_checked("doctor", DoctorCatalog)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.catalog.schema import DoctorCatalog
 from console.doctor.catalog import doctor_catalog
 from console.rundir.paths import fill_run_dir
 from console.spec import RunSpec
@@ -49,10 +50,12 @@ def plan_dict(plan: Any) -> dict[str, Any] | None:
     to_dict = getattr(plan, "to_dict", None)
     if not callable(to_dict):
         return None
+    d: dict[str, Any]
     try:
-        return to_dict(redact=False)  # the real env (secrets included) for the probes; output is redacted
+        d = to_dict(redact=False)  # the real env (secrets included) for the probes; output is redacted
     except TypeError:
-        return to_dict()
+        d = to_dict()
+    return d
 
 
 def expand(value: str, env: Mapping[str, str]) -> str:
@@ -83,7 +86,7 @@ class DoctorContext:
     cwd: str | None
     python: str
     gpus_needed: int
-    catalog: dict[str, Any] = field(default_factory=doctor_catalog)
+    catalog: DoctorCatalog = field(default_factory=doctor_catalog)
     # probes shared by several checks (the run's interpreter), computed once under the lock
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -161,7 +164,7 @@ class DoctorContext:
 
 
 def _main_step(plan: dict[str, Any] | None) -> dict[str, Any] | None:
-    steps = list((plan or {}).get("steps") or [])
+    steps: list[dict[str, Any]] = list((plan or {}).get("steps") or [])
     for kind in ("train", "check"):
         for step in steps:
             if step.get("kind") == kind and (step.get("env") or {}).get("PYTHONPATH"):

@@ -158,12 +158,15 @@ def interpreter_command(ctx: DoctorContext) -> tuple[list[str], dict[str, str], 
     table = ctx.catalog["interpreters"]
     key = ctx.framework
     if ctx.framework == "verl":
-        when = table["verl_uv_when"]
+        when = table["verl_uv_when"]  # a table, where the others are commands
         if ctx.setting("VERL_USE_UV") == "0" or any(
-            (ctx.setting(name) or allowed[0]) not in allowed for name, allowed in when.items()
+            (ctx.setting(name) or allowed[0]) not in allowed
+            for name, allowed in (when.items() if isinstance(when, dict) else ())
         ):
             key = "verl_no_uv"
-    argv = [expand(a, {**ctx.env, "ENGINE": ctx.setting("ENGINE") or "vllm"}) for a in table[key]]
+    command = table[key]
+    engine = {**ctx.env, "ENGINE": ctx.setting("ENGINE") or "vllm"}
+    argv = [expand(a, engine) for a in (command if isinstance(command, list) else [])]
     return argv, dict(ctx.env), ctx.cwd, "doctor.toml [interpreters] (no plan was built)"
 
 

@@ -10,12 +10,13 @@ from typing import Any
 from console.commandtext import command_line
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import RunInterpreter, run_interpreter, sync_flags, versions_text
+from console.doctor.model import Check
 from console.doctor.result import Item, combine, make_remedy
 
 CHECK_ID = "run_interpreter"
 
 
-def check_run_interpreter(ctx: DoctorContext) -> dict[str, Any]:
+def check_run_interpreter(ctx: DoctorContext) -> Check:
     it = run_interpreter(ctx)
     where = f"`{it.command}` in {it.cwd or 'the current directory'} ({it.source})"
     items = [_probe_item(ctx, it, where)]

@@ -149,7 +149,7 @@ def record_verdict(
         try:
             from console.triage.verdict import run_verdict
 
-            triage = run_verdict(run_dir)
+            triage = dict(run_verdict(run_dir))
         except Exception:
             traceback.print_exc(file=sys.stderr)
             triage = {"framework": "unknown", "findings": [], "progress": {"step": None, "total": None}}

@@ -24,12 +24,15 @@ SUPERVISOR_LOG = "supervisor.log"
 
 
 def _as_dict(plan: Any) -> dict[str, Any]:
+    d: dict[str, Any]
     if not hasattr(plan, "to_dict"):
-        return json.loads(json.dumps(dict(plan), default=str))
+        d = json.loads(json.dumps(dict(plan), default=str))
+        return d
     try:
-        return plan.to_dict(redact=False)  # real values: secrets travel in the supervisor's env only
+        d = plan.to_dict(redact=False)  # real values: secrets travel in the supervisor's env only
     except TypeError:
-        return plan.to_dict()
+        d = plan.to_dict()
+    return d
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:
@@ -93,7 +96,7 @@ def secret_list(secrets: dict[str, Any]) -> list[str]:
 
 
 def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
-    out = json.loads(json.dumps(plan, default=str))
+    out: dict[str, Any] = json.loads(json.dumps(plan, default=str))
     for step in out["steps"]:
         step["env"] = redact_env(step.get("env") or {})
         step["argv"] = redact_argv(step["argv"])
@@ -178,8 +181,10 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     update_state(
         run_dir,
         lambda s: s.update(
-            supervisor_pid=s.get("supervisor_pid") or pid,
-            supervisor_create_time=s.get("supervisor_create_time") or ctime,
+            {
+                "supervisor_pid": s.get("supervisor_pid") or pid,
+                "supervisor_create_time": s.get("supervisor_create_time") or ctime,
+            }
         ),
     )
     return run_dir
@@ -203,9 +208,11 @@ def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Pat
         why = str(exc)
         update_state(
             run_dir,
-            lambda s: s.update(status="blocked", verdict="Blocked", ended=time.time(), slurm_reason=why),
+            lambda s: s.update(
+                {"status": "blocked", "verdict": "Blocked", "ended": time.time(), "slurm_reason": why}
+            ),
         )
         raise
-    update_state(run_dir, lambda s: s.update(slurm_job_id=job_id))
+    update_state(run_dir, lambda s: s.update({"slurm_job_id": job_id}))
     start_follower(run_dir)
     return run_dir

@@ -23,6 +23,7 @@ from console.monitor.procs import run_process_tree
 from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
+from console.rundir.model import State
 from console.runs.sampling import SamplerThread
 from console.triage.engine import TriageEngine
 from console.triage.fastscan import GatedFeed
@@ -250,7 +251,7 @@ def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict
     try:
         result = run_verdict(run_dir)
         if isinstance(result, dict) and result.get("verdict"):
-            return result
+            return dict(result)
     except Exception:
         traceback.print_exc(file=sys.stderr)
     failed = [r for r in step_results.values() if r.get("verdict") in ("Fail", "Blocked")]
@@ -270,13 +271,13 @@ def run_outcome(
     return decide_verdict(read_state(run_dir), steps, triage), triage
 
 
-def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
+def decide_verdict(state: State, steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
     """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
     stopping_ok = all(
         s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
         for s, plan_step in zip(state["steps"], steps, strict=False)
     )
     tri = (triage or {}).get("verdict")
-    if tri in ("Fail", "Blocked"):
-        return tri
+    if tri == "Fail" or tri == "Blocked":
+        return "Fail" if tri == "Fail" else "Blocked"
     return "Pass" if stopping_ok else "Fail"

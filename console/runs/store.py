@@ -10,6 +10,7 @@ from typing import Any
 
 from console.errors import RunNotFound
 from console.rundir.ids import looks_like_run_dir
+from console.rundir.model import State
 from console.runs.recover import current_state
 from console.spec import default_runs_dir
 
@@ -19,7 +20,7 @@ def runs_dir_from(arg: str | None) -> Path:
     return Path(arg or default_runs_dir()).expanduser()
 
 
-def progress_of(state: dict[str, Any]) -> str:
+def progress_of(state: State) -> str:
     """``done/total`` steps, e.g. ``2/3``."""
     steps = state.get("steps") or []
     done = sum(1 for s in steps if s.get("status") in ("passed", "failed", "skipped", "cancelled"))
@@ -39,7 +40,7 @@ class RunStore:
         runs = (p for p in entries if not p.name.startswith(".") and looks_like_run_dir(p))
         return sorted(runs, key=lambda p: p.name, reverse=True)
 
-    def states(self) -> Iterator[tuple[Path, dict[str, Any]]]:
+    def states(self) -> Iterator[tuple[Path, State]]:
         """(run folder, current state) per run, newest id first; a folder whose state.json cannot
         be read (half written, not JSON) is skipped."""
         for path in self.run_dirs():

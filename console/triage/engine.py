@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from console.redact import redact_text
 from console.triage import rootcause
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
 from console.triage.metricwatch import MetricWatch
+from console.triage.model import FindingRecord, Remedy, TriageResult
 from console.triage.rules import NOISE_CLASS, Catalog, ExceptionRule, Rule, default_catalog
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
@@ -34,7 +36,7 @@ EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
 # glog-style error/fatal levels of the C++ parts: PyTorch c10 "[E704 13:48:58.26 file.cpp:12]" / "[F file.cpp:12]",
 # Ray's "[2024-05-01 10:00:00,000 E 1234 5678]"
-GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ")
+GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ", " C ", ".cc:", ".cpp:")
 STRUCTURE_LITERALS = (
     TRACEBACK_START,
     FRAME_LITERAL,
@@ -85,7 +87,8 @@ _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed", *GLOG_LEVEL_LITERALS)
 _ERROR_LEVEL_RE = re.compile(
     r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b"
-    r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|^\[\d{4}-\d\d-\d\d [\d:,.]+ [EF] \d+ \d+\]"
+    r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|\[\d{4}-\d\d-\d\d [\d:,.]+ [EFC] \d+ \d+\]"
+    r"|(?:^|\s)[EF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+(?: \d+)? [\w./-]+:\d+\]"
 )
 _METRIC_SET = frozenset(METRIC_LITERALS)
 _METRIC_RE = re.compile("|".join(re.escape(x) for x in METRIC_LITERALS))  # any(lit in text for lit in ...)
@@ -149,7 +152,7 @@ class Finding:
     soft: bool = False
     file: str | None = None
     advice: str | None = None
-    remedy: dict[str, Any] | None = None
+    remedy: Remedy | None = None
     tier: int | None = None
     confidence: float = 0.9
     lines: list[int] = field(default_factory=list)
@@ -157,8 +160,8 @@ class Finding:
     min_count: int = 1
     also: list[str] = field(default_factory=list)  # other classes the same evidence fits
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_dict(self) -> FindingRecord:
+        d: FindingRecord = {
             "class": self.cls,
             "verdict": self.verdict,
             "line": self.line,
@@ -237,7 +240,7 @@ class TriageEngine:
         """True while a traceback is open: a scanner must feed the following lines too."""
         return bool(self._tbs or self._chain_pending or self._noise_pending)
 
-    def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
+    def feed(self, lineno: int, text: str) -> list[FindingRecord]:
         if "\x1b" in text or "\r" in text:
             text = clean_line(text)
         if lineno > self.last_line:
@@ -322,7 +325,8 @@ class TriageEngine:
             and _ERROR_LEVEL_RE.search(text)
             and not (rule and rule.verdict == "Noise")
         ):
-            f = self._component_finding(body, lineno)
+            # the process prefix names who printed it, e.g. "(raylet)": part of what the components read
+            f = self._component_finding(f"{prefix} {body}" if prefix else body, lineno)
             if f is not None:
                 added = self._add_finding(f, count)
                 if added is not None:
@@ -361,7 +365,7 @@ class TriageEngine:
                 new.append(added)
         return new
 
-    def note_hang(self, idle_s: float, lineno: int | None = None) -> dict[str, Any]:
+    def note_hang(self, idle_s: float, lineno: int | None = None) -> FindingRecord:
         """The monitor saw no progress for ``idle_s`` seconds: record a ``hang`` finding."""
         line = lineno if lineno is not None else self.last_line
         f = self._add(
@@ -378,7 +382,7 @@ class TriageEngine:
 
     def note_cancel(
         self, reason: str = "cancelled from the console", lineno: int | None = None
-    ) -> dict[str, Any]:
+    ) -> FindingRecord:
         """The user cancelled the run (rl-console's own cancel): the verdict is Cancelled, never Fail."""
         line = lineno if lineno is not None else self.last_line
         f = Finding(
@@ -393,7 +397,7 @@ class TriageEngine:
         added = self._add_finding(f, 1)
         return (added or self._findings[("cancelled", "console_cancel")]).to_dict()
 
-    def result(self, exit_code: int | None = None) -> dict[str, Any]:
+    def result(self, exit_code: int | None = None) -> TriageResult:
         """The triage JSON of DESIGN.md. Can be called repeatedly while lines are still fed."""
         findings = [copy.copy(f) for f in self._order]
         findings.extend(self._pending_traceback_findings(findings))
@@ -482,7 +486,7 @@ class TriageEngine:
         """The literals that select markers or the metric watcher and nothing else (see feed_light)."""
         return self._light_literals
 
-    def feed_light(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+    def feed_light(self, lineno: int, text: str, present: set[str]) -> list[FindingRecord]:
         """``feed(lineno, text)`` for a line a scanner has read: ``text`` holds no ESC or CR, ``present`` is
         exactly the set of ``self.literals`` in it, all of them in ``light_literals``, and it holds none of
         EXCEPTION_WORDS. Such a line is never a remembered repeat (those hold rule-only literals)."""
@@ -498,7 +502,7 @@ class TriageEngine:
             return [f.to_dict() for f in self._metric_findings(lineno, text)]
         return self._feed_markers_only(lineno, text, present)
 
-    def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+    def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[FindingRecord]:
         """feed() for a line whose literals are all in ``_light_literals`` and that holds no
         EXCEPTION_WORDS, with no traceback open: the same state changes, in the same order."""
         if self._detect:
@@ -594,6 +598,7 @@ class TriageEngine:
         return None
 
     def _markers(self, body: str, lineno: int, present: set[str]) -> None:
+        idx: Sequence[int]
         if len(present) == 1:
             for lit in present:
                 idx = self._markers_of.get(lit, ())
@@ -655,8 +660,10 @@ class TriageEngine:
             return
         fm = _FRAME_RE.match(body)
         if fm:
-            tb = self._tbs.get(prefix)
-            if tb is None:  # an excerpt that starts inside a traceback
+            found = self._tbs.get(prefix)
+            if found is not None:
+                tb = found
+            else:  # an excerpt that starts inside a traceback
                 tb = _Traceback(start=lineno, noise=prefix in self._noise_pending)
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb

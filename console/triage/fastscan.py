@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from console.monitor.text import clean_line
 from console.triage.engine import STRUCTURE_LITERALS, TriageEngine
+from console.triage.model import FindingRecord
 from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
 
 CHUNK = 16 << 20
@@ -274,7 +275,7 @@ class GatedFeed:
         self.fed = 0
         self.skipped = 0
 
-    def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
+    def feed(self, lineno: int, text: str) -> list[FindingRecord]:
         engine = self.engine
         if engine.detects_at(lineno):
             need = True
@@ -384,7 +385,7 @@ class FastFileScanner:
             kind = kinds[idx] if idx >= 0 else None
             sure = kind is True
             maybe = kind is None
-            lits = [] if sure or maybe else [kind]
+            lits = [kind] if isinstance(kind, str) else []  # neither sure (True) nor maybe (None): a key
             light = None
             if sure:
                 lit = lights[idx]

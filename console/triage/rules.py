@@ -6,11 +6,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from console.catalog import CATALOG_DIR, CatalogError, load_toml
 from console.catalog.progress import KINDS as PROGRESS_KINDS
 from console.catalog.progress import progress_patterns
+from console.catalog.schema import Remedy, TriageRemedy, TriageRulesCatalog
 
 CATALOG = CATALOG_DIR / "triage_rules.toml"
 
@@ -45,6 +46,13 @@ VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
 MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal", "exiting")
 
 
+class FrameworkAdvice(TypedDict, total=False):
+    """A class's advice and remedy for one framework, where they differ from its own."""
+
+    advice: str
+    remedy: Remedy
+
+
 @dataclass(frozen=True)
 class ClassInfo:
     id: str
@@ -52,14 +60,14 @@ class ClassInfo:
     verdict: str
     tier: int
     advice: str
-    remedy: dict[str, Any]
-    by_framework: dict[str, dict[str, Any]] = field(default_factory=dict)
+    remedy: Remedy
+    by_framework: dict[str, FrameworkAdvice] = field(default_factory=dict)
     explains: tuple[str, ...] = ()  # classes this one explains when both are found (it wins)
 
     def advice_for(self, framework: str) -> str:
         return self.by_framework.get(framework, {}).get("advice", self.advice)
 
-    def remedy_for(self, framework: str) -> dict[str, Any]:
+    def remedy_for(self, framework: str) -> Remedy:
         return self.by_framework.get(framework, {}).get("remedy", self.remedy)
 
 
@@ -71,7 +79,7 @@ class Rule:
     literals: tuple[str, ...]
     regex: re.Pattern[str]
     advice: str | None = None
-    remedy: dict[str, Any] | None = None
+    remedy: Remedy | None = None
     soft: bool = False
     context: str | None = None
     frameworks: tuple[str, ...] = ()
@@ -155,33 +163,28 @@ class Catalog:
     def literals(self) -> list[str]:
         """Every literal the prefilter needs (rules and markers), deduplicated, in a stable order."""
         seen: dict[str, None] = {}
-        for item in (*self.rules, *self.markers):
+        items: tuple[Rule | Marker, ...] = (*self.rules, *self.markers)
+        for item in items:
             for lit in item.literals:
                 seen.setdefault(lit, None)
         return list(seen)
 
 
-def normalise_remedy(raw: Any, where: str) -> dict[str, Any]:
+def normalise_remedy(raw: TriageRemedy | None, where: str) -> Remedy:
+    """A remedy of the catalog (its shape checked at load) with every key present."""
     raw = raw or {}
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: remedy must be a table")
-    unknown = set(raw) - {"env", "overrides", "unset"}
-    if unknown:
-        raise CatalogError(f"{where}: unknown remedy keys {sorted(unknown)}")
-    env = raw.get("env") or {}
-    overrides = raw.get("overrides") or []
-    unset = raw.get("unset") or []
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise CatalogError(f"{where}: remedy.env must map names to strings")
-    if not all(isinstance(o, str) and "=" in o for o in overrides):
+    env = raw.get("env", {})
+    overrides = raw.get("overrides", [])
+    unset = raw.get("unset", [])
+    if not all("=" in o for o in overrides):
         raise CatalogError(f"{where}: remedy.overrides must be KEY=VALUE strings")
-    if not all(isinstance(u, str) and u for u in unset):
+    if not all(unset):
         raise CatalogError(f"{where}: remedy.unset must be names")
     return {"env": dict(env), "overrides": list(overrides), "unset": list(unset)}
 
 
 def _compile(pattern: Any, where: str) -> re.Pattern[str]:
-    if not isinstance(pattern, str) or not pattern:
+    if not pattern:  # (a string: checked at load)
         raise CatalogError(f"{where}: regex missing")
     try:
         return re.compile(pattern)
@@ -190,7 +193,7 @@ def _compile(pattern: Any, where: str) -> re.Pattern[str]:
 
 
 def _literals(raw: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) and x for x in raw):
+    if not raw or not all(raw):  # (a list of strings: checked at load)
         raise CatalogError(f"{where}: literals must be a non-empty list of strings")
     return tuple(raw)
 
@@ -202,9 +205,9 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         verdict = c.get("verdict")
         if verdict not in VERDICTS:
             raise CatalogError(f"{where}: verdict must be one of {VERDICTS}")
-        by_fw: dict[str, dict[str, Any]] = {}
+        by_fw: dict[str, FrameworkAdvice] = {}
         for fw, extra in (c.get("by_framework") or {}).items():
-            entry: dict[str, Any] = {}
+            entry: FrameworkAdvice = {}
             if "advice" in extra:
                 entry["advice"] = str(extra["advice"])
             if "remedy" in extra:
@@ -363,7 +366,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     path = path or CATALOG
-    data = dict(load_toml(path))  # a copy: the loader's dict is shared
+    data = dict(load_toml(path, TriageRulesCatalog))  # a copy: the loader's dict is shared
     own = [m.get("id") for m in data.get("marker") or [] if m.get("kind") in PROGRESS_KINDS]
     if own:
         raise CatalogError(f"{path.name}: progress/total/complete markers {own} belong in progress.toml")

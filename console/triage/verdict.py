@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from console.commandtext import command_line, remedy_text
 from console.events import iter_events
 from console.fileio import read_json
 from console.rundir.paths import step_path
+from console.triage.model import Deliverable, Progress, StepVerdict, TriageResult, Verdict
 from console.triage.rules import CATALOG, default_catalog
 
 FRAMEWORK_LABELS = {"nemo-rl": "NeMo-RL", "verl": "verl", "demo": "demo"}
@@ -110,7 +112,7 @@ def nonfinite_metrics(metrics: dict[str, Any]) -> list[str]:
 
 def _triage_step(
     log: Path | None, framework: str, exit_code: int | None, cancelled: bool = False
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[TriageResult, dict[str, str]]:
     from console.triage.scan import scan_paths
 
     if log is None:
@@ -131,14 +133,14 @@ def _triage_step(
     return res, ev
 
 
-def _status_of(step_state: dict[str, Any]) -> str:
+def _status_of(step_state: Mapping[str, Any]) -> str:
     return str(step_state.get("status") or "pending")
 
 
 # ---------------------------------------------------------------------------------------- verdict
 
 
-def run_verdict(run_dir: Path) -> dict[str, Any]:
+def run_verdict(run_dir: Path) -> Verdict:
     run_dir = Path(run_dir).resolve()
     spec = read_json(run_dir / "spec.json", {}) or {}
     plan = read_json(run_dir / "plan.json", {}) or {}
@@ -154,11 +156,11 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
         if ev.type == "hang" and ev.step:
             hangs[ev.step] = ev.data.get("idle_s")
 
-    steps: dict[str, dict[str, Any]] = {}
+    steps: dict[str, StepVerdict] = {}
     primary_step: str | None = None
     primary: dict[str, Any] | None = None
     all_findings: list[dict[str, Any]] = []
-    progress = {"step": None, "total": None}
+    progress: Progress = {"step": None, "total": None}
     for i, step in enumerate(plan_steps):
         name = step.get("name") or f"step{i + 1}"
         st = by_name.get(name) or (states[i] if i < len(states) else {})
@@ -181,7 +183,7 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
                 "line": 0,
                 "evidence": f"no progress for {hangs[name]} s",
                 "advice": info.advice,
-                "remedy": dict(info.remedy),
+                "remedy": info.remedy.copy(),
                 "title": info.title,
                 "rule": "events:hang",
             }
@@ -198,7 +200,7 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
                 "line": 0,
                 "evidence": f"step exited with code {code}",
                 "advice": info.advice,
-                "remedy": dict(info.remedy),
+                "remedy": info.remedy.copy(),
                 "title": info.title,
                 "rule": "step:failed",
             }
@@ -218,9 +220,9 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
             all_findings.append({**f, "file": steps[name]["log"] or name})
         if step.get("kind") == "train" and res.get("progress", {}).get("step") is not None:
             progress = res["progress"]
-        if primary is None and not ignored and res.get("primary") and res["verdict"] in FAILING:
-            primary, primary_step = dict(res["primary"]), name
-            primary["step"] = name
+        found = res.get("primary")
+        if primary is None and not ignored and found and res["verdict"] in FAILING:
+            primary, primary_step = {**found, "step": name}, name
             if steps[name]["log"]:
                 primary["file"] = steps[name]["log"]
 
@@ -263,7 +265,7 @@ class _Context:
         run_dir: Path,
         spec: dict[str, Any],
         plan_steps: list[dict[str, Any]],
-        steps: dict[str, dict[str, Any]],
+        steps: Mapping[str, Mapping[str, Any]],
         doctor: dict[str, Any],
         framework: str,
         metrics_path: Path | None,
@@ -273,7 +275,7 @@ class _Context:
         self.doctor, self.framework = doctor, framework
         self.metrics_path, self.metrics = metrics_path, metrics
 
-    def of(self, deliverable: str, kind: str | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def of(self, deliverable: str, kind: str | None = None) -> list[tuple[dict[str, Any], Mapping[str, Any]]]:
         out = []
         for s in self.plan_steps:
             if s.get("deliverable") == deliverable and (kind is None or s.get("kind") == kind):
@@ -281,6 +283,7 @@ class _Context:
         return out
 
     def check(self, check_id: str) -> dict[str, Any] | None:
+        c: dict[str, Any]
         for c in self.doctor.get("checks") or []:
             if c.get("id") == check_id or c.get("name") == check_id:
                 return c
@@ -292,7 +295,7 @@ class _Context:
 
 
 def _group_status(
-    items: list[tuple[dict[str, Any], dict[str, Any]]],
+    items: list[tuple[dict[str, Any], Mapping[str, Any]]],
 ) -> tuple[str, dict[str, Any] | None, str]:
     """(status, primary, reason) of a group of steps: Fail/Blocked first, then Skipped, then Pass."""
     for _, r in items:
@@ -318,7 +321,7 @@ def _group_status(
     return "Pass", None, ""
 
 
-def _bridge_checks(ctx: _Context) -> dict[str, Any]:
+def _bridge_checks(ctx: _Context) -> Deliverable:
     name = "Bridge-side checks"
     if ctx.framework == "demo":
         return {
@@ -348,7 +351,7 @@ def _bridge_path_ok(path: str, bridge_repo: str | None) -> bool | None:
     return None
 
 
-def _bridge_import(ctx: _Context) -> dict[str, Any]:
+def _bridge_import(ctx: _Context) -> Deliverable:
     name = f"Local Bridge import in {ctx.label}"
     if ctx.framework == "demo":
         return {
@@ -395,7 +398,7 @@ def _bridge_import(ctx: _Context) -> dict[str, Any]:
     return {"name": name, "status": "Skipped", "detail": "no import check in the plan or doctor.json"}
 
 
-def _train_criteria(ctx: _Context, step: dict[str, Any], r: dict[str, Any]) -> list[str]:
+def _train_criteria(ctx: _Context, step: dict[str, Any], r: Mapping[str, Any]) -> list[str]:
     """Unmet pass criteria of a train step whose process succeeded."""
     missing: list[str] = []
     ev = r.get("evidence") or {}
@@ -413,18 +416,18 @@ def _train_criteria(ctx: _Context, step: dict[str, Any], r: dict[str, Any]) -> l
     return missing
 
 
-def _titles(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
-    return ", ".join(s.get("title") or s.get("name") for s, _ in items)
+def _titles(items: list[tuple[dict[str, Any], Mapping[str, Any]]]) -> str:
+    return ", ".join(str(s.get("title") or s.get("name")) for s, _ in items)
 
 
 def _unmet(
     ctx: _Context,
     name: str,
-    items: list[tuple[dict[str, Any], dict[str, Any]]],
+    items: list[tuple[dict[str, Any], Mapping[str, Any]]],
     prefix: str,
     *,
     name_steps: bool,
-) -> dict[str, Any] | None:
+) -> Deliverable | None:
     """The deliverable's Fail/Blocked/Skipped entry when its steps failed, were skipped or missed
     a training criterion; None when every step met its criteria."""
     status, primary, reason = _group_status(items)
@@ -447,7 +450,7 @@ def _unmet(
     return None
 
 
-def _framework_run(ctx: _Context) -> dict[str, Any]:
+def _framework_run(ctx: _Context) -> Deliverable:
     name = RUN_LABELS.get(ctx.framework, "Framework run")
     items = ctx.of("framework_run", "train") or ctx.of("framework_run")
     if not items:
@@ -461,7 +464,7 @@ def _framework_run(ctx: _Context) -> dict[str, Any]:
     return {"name": name, "status": "Pass", "detail": f"{titles}{where}"}
 
 
-def _variants(ctx: _Context) -> dict[str, Any]:
+def _variants(ctx: _Context) -> Deliverable:
     name = "Requested variants"
     requested = list(ctx.spec.get("variants") or [])
     items = ctx.of("variant")
@@ -486,11 +489,11 @@ def _variants(ctx: _Context) -> dict[str, Any]:
     return {"name": name, "status": "Pass", "detail": f"{desc + ': ' if desc else ''}{titles}"}
 
 
-def _capture(ctx: _Context) -> dict[str, Any]:
+def _capture(ctx: _Context) -> Deliverable:
     wants_metrics = ctx.framework in ("nemo-rl", "demo") or bool(ctx.of("metrics"))
     name = "Metrics/log capture" if wants_metrics else "Log capture"
     train = [(s, r) for s, r in ctx.of("framework_run") + ctx.of("variant") if s.get("kind") == "train"]
-    logs = [r.get("log") for _, r in train if r.get("log")]
+    logs: list[str] = [r["log"] for _, r in train if r.get("log")]
     if not train:
         return {"name": name, "status": "Skipped", "detail": "no training step"}
     if any(r.get("status") in ("pending", "running") for _, r in train) and not logs:
@@ -526,7 +529,7 @@ def _capture(ctx: _Context) -> dict[str, Any]:
 
 
 def _overall(
-    state: dict[str, Any], deliverables: list[dict[str, Any]], primary: dict[str, Any] | None
+    state: Mapping[str, Any], deliverables: list[Deliverable], primary: dict[str, Any] | None
 ) -> str:
     if state.get("status") == "cancelled" or state.get("verdict") == "Cancelled":
         return "Cancelled"
@@ -586,7 +589,7 @@ def _limitations(ctx: _Context, findings: list[dict[str, Any]]) -> list[str]:
 
 
 def _follow_ups(
-    verdict: str, deliverables: list[dict[str, Any]], primary: dict[str, Any] | None, primary_step: str | None
+    verdict: str, deliverables: list[Deliverable], primary: dict[str, Any] | None, primary_step: str | None
 ) -> list[str]:
     out: list[str] = []
     if primary is not None:

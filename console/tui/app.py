@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -179,7 +180,7 @@ class ConsoleApp(App[int]):
 
         self.push_screen(PathPrompt("Open a log file for triage", must_be_file=True), done)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand(
             "New run", "Choose levels, preview commands, preflight, launch", self.open_new_run

@@ -38,7 +38,7 @@ def _last_progress(events_path: Path) -> dict[str, Any] | None:
         if b'"progress"' not in raw:
             continue
         try:
-            obj = json.loads(raw)
+            obj: dict[str, Any] = json.loads(raw)
         except ValueError:
             continue
         if obj.get("type") == "progress":
@@ -79,7 +79,7 @@ class RunRow:
         return " · ".join(parts) or "-"
 
 
-def row_from(run_dir: Path, state: dict[str, Any]) -> RunRow:
+def row_from(run_dir: Path, state: Mapping[str, Any]) -> RunRow:
     """The Home screen's line for a run, from its current state (see ``RunStore.states``)."""
     spec = read_json(run_dir / "spec.json") or {}
     steps = state.get("steps") or []
@@ -206,7 +206,7 @@ class RunModel:
     def refresh(self) -> RunSnapshot:
         state = read_current_state(self.run_dir)
         if isinstance(state, dict):
-            self._state = state
+            self._state = dict(state)
         for ev in self._events.read():
             self._apply(ev)
         self._merge_metrics_json()
@@ -315,7 +315,7 @@ class RunModel:
             self._triage = _frozen(data) if isinstance(data, dict) else None
 
 
-def eta_text(progress: dict[str, Any] | None) -> str:
+def eta_text(progress: Mapping[str, Any] | None) -> str:
     if not progress:
         return ""
     eta = progress.get("eta_s")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from console.runs.store import runs_dir_from
-from console.tui.rundata import list_runs
+from console.tui.rundata import RunRow, list_runs
 
 MARKS = {
     "Pass": ("ok", "green"),
@@ -28,7 +28,7 @@ def short_id(run_id: str) -> str:
     return parts[2] if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() else run_id
 
 
-def segment(rows: list, tmux: bool = False) -> str:
+def segment(rows: list[RunRow], tmux: bool = False) -> str:
     def colour(text: str, name: str) -> str:
         return f"#[fg={name}]{text}#[default]" if tmux else text
 

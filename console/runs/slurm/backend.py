@@ -25,6 +25,7 @@ from typing import Any
 from console.events import Event, EventBus
 from console.fileio import read_json
 from console.rundir.lockfile import LockFile, is_locked
+from console.rundir.model import State, StepState
 from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.finalize import record_verdict
 from console.runs.pipeline import Pipeline, run_outcome
@@ -132,7 +133,7 @@ def cancel(job_id: str) -> None:
 
 def cancel_run(run_dir: Path) -> str | None:
     """Mark the run cancel-requested and ``scancel`` its job; returns the job id (None if never submitted)."""
-    state = update_state(Path(run_dir), lambda s: s.update(cancel_requested=True))
+    state = update_state(Path(run_dir), lambda s: s.update({"cancel_requested": True}))
     job_id = state.get("slurm_job_id")
     if job_id:
         cancel(str(job_id))
@@ -307,11 +308,11 @@ class JobRecorder:
         if not changed:
             return
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             for i in changed:
                 status, code, started = scanned[i]
                 st = s["steps"][i]
-                st.update(status=status, exit_code=code)
+                st.update({"status": status, "exit_code": code})
                 if started and not st.get("started"):
                     st["started"] = started
                 if status in ("passed", "failed"):
@@ -340,12 +341,14 @@ class JobRecorder:
         phase = status.phase
         job_logs_rel = job_logs(self.run_dir, self.job_id, self.mode)
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             s.update(
-                slurm_state=status.state,
-                slurm_reason=status.reason,
-                slurm_nodes=status.nodes,
-                slurm_logs=job_logs_rel,
+                {
+                    "slurm_state": status.state,
+                    "slurm_reason": status.reason,
+                    "slurm_nodes": status.nodes,
+                    "slurm_logs": job_logs_rel,
+                }
             )
             if phase == "active" and s.get("status") == "pending":
                 s["status"] = "running"
@@ -402,11 +405,11 @@ class JobRecorder:
         ended = self.now()
         events: list[Event] = []
 
-        def said(i: int, st: dict[str, Any]) -> None:
+        def said(i: int, st: StepState) -> None:
             data = {"status": st["status"], "exit_code": st.get("exit_code"), "reason": st["reason"]}
             events.append(Event("step_state", self.steps[i]["name"], data))
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             if verdict == "Blocked" and status.phase == "done":
                 # the node died under the last started step: its exit code is not evidence (srun
                 # even exits 0 after "srun: error: Node failure on <node>")
@@ -439,7 +442,7 @@ class JobRecorder:
         update_state(self.run_dir, change)
         return events
 
-    def _launch_failure(self, state: dict[str, Any]) -> dict[str, Any] | None:
+    def _launch_failure(self, state: State) -> dict[str, Any] | None:
         """A failed step whose log shows srun could not launch it: the node_failure primary."""
         lf = states.launch_failure()
         for i, st in enumerate(state.get("steps") or []):
@@ -498,7 +501,7 @@ class JobRecorder:
 
     def _finish(
         self, verdict: str | None, reason: str | None, status: JobStatus, class_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> State:
         """The run's end: settle the steps, decide the verdict as a local run would, let the job
         state add what only it knows, write triage.json and the final state."""
         job_decided = verdict is not None
@@ -550,14 +553,16 @@ class JobRecorder:
         except OSError as exc:
             print(f"rl-console follow: cannot record the verdict: {exc}", file=sys.stderr, flush=True)
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             s.update(
-                status=final_status,
-                verdict=verdict,
-                ended=self.now(),
-                slurm_state=status.state,
-                slurm_reason=reason or status.reason,
-                slurm_exit_code=status.exit_code,
+                {
+                    "status": final_status,
+                    "verdict": verdict,
+                    "ended": self.now(),
+                    "slurm_state": status.state,
+                    "slurm_reason": reason or status.reason,
+                    "slurm_exit_code": status.exit_code,
+                }
             )
 
         state = update_state(self.run_dir, change)
@@ -587,7 +592,7 @@ class JobRecorder:
             ev.step = self.pipeline.step.name if self.pipeline.step else None
             self.bus.publish(ev)
 
-    def step(self) -> dict[str, Any] | None:
+    def step(self) -> State | None:
         """One poll. Returns the final state when the job has ended, else None."""
         job_id = self.job_id
         status = poll(job_id)
@@ -617,7 +622,7 @@ class JobRecorder:
 
     def run(
         self, max_s: float | None = None, give_up_s: float = GIVE_UP_S, lock: LockFile | None = None
-    ) -> dict[str, Any]:
+    ) -> State:
         deadline = None if max_s is None else time.monotonic() + max_s
         failing_since: float | None = None
         try:
@@ -661,7 +666,7 @@ class JobRecorder:
             self.bus.close()
 
 
-def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> dict[str, Any]:
+def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> State:
     """Update the run's state.json and events.jsonl until its job ends; return the final state.
 
     Only one follower per run works at a time (``slurm/follow.lock``: flock, or an O_EXCL lock file
@@ -717,5 +722,5 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
             close_fds=True,
             env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
         )
-    update_state(run_dir, lambda s: s.update(follower_pid=proc.pid))
+    update_state(run_dir, lambda s: s.update({"follower_pid": proc.pid}))
     return proc.pid

@@ -67,7 +67,8 @@ SRUN_LOG_SUFFIX = ".srun.log"  # srun's own messages for a step: logs/NN-<step>.
 def plan_dict(plan: Any) -> dict[str, Any]:
     """Accept a ``console.plan.Plan`` (``to_dict()``) or its dict form."""
     if hasattr(plan, "to_dict"):
-        return plan.to_dict()
+        d: dict[str, Any] = plan.to_dict()
+        return d
     if isinstance(plan, dict):
         return plan
     raise SpecError(f"not a plan: {type(plan).__name__}")

@@ -137,7 +137,7 @@ class CompareScreen(Screen[None]):
         await body.remove_children()
         k = r["last_k"]
         widgets: list[Any] = [Static(f"Metrics: mean of the last {k} steps", classes="cmp-section")]
-        table: DataTable[str] = DataTable(id="cmp-metrics", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="cmp-metrics", cursor_type="row", zebra_stripes=True)
         table.add_columns("metric", "base", "cand", "delta", "rel", "div@", "tol", "")
         for row in metric_table(r):
             status = row[-1]
@@ -147,14 +147,14 @@ class CompareScreen(Screen[None]):
         widgets += self._curves(r)
         if r["timing"]:
             widgets.append(Static("Timing and throughput", classes="cmp-section"))
-            timing: DataTable[str] = DataTable(id="cmp-timing", cursor_type="row")
+            timing: DataTable[str | Text] = DataTable(id="cmp-timing", cursor_type="row")
             timing.add_columns("", "base", "cand", "delta", "rel", "")
             for row in timing_table(r):
                 timing.add_row(*row[:-1], Text(row[-1], style="bold red"))
             widgets.append(timing)
         if r["gpu"]:
             widgets.append(Static("GPU peak memory", classes="cmp-section"))
-            gpu: DataTable[str] = DataTable(id="cmp-gpu", cursor_type="row")
+            gpu: DataTable[str | Text] = DataTable(id="cmp-gpu", cursor_type="row")
             gpu.add_columns("device", "base", "cand", "delta", "")
             for g in r["gpu"]:
                 gpu.add_row(

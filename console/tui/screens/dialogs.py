@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -79,7 +80,7 @@ class PathPrompt(ModalScreen[Path | None]):
         self.dismiss(None)
 
 
-def confirm_cancel(screen: Screen, run_dir: Path, run_id: str, live: bool) -> None:
+def confirm_cancel(screen: Screen[Any], run_dir: Path, run_id: str, live: bool) -> None:
     """Ask, then cancel the run in the app's cancel worker (it outlives the screen)."""
     app = screen.app
     if not live:

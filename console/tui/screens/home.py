@@ -68,7 +68,8 @@ class HomeScreen(Screen[None]):
 
     @property
     def runs_dir(self) -> Path:
-        return self.app.runs_dir  # type: ignore[attr-defined]
+        runs_dir: Path = self.app.runs_dir  # type: ignore[attr-defined]  # ConsoleApp's, not App's
+        return runs_dir
 
     @work(thread=True, exclusive=True, group="home-scan")
     def scan(self) -> None:

@@ -8,7 +8,7 @@ import os
 import shlex
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -25,14 +25,9 @@ from console.tui import backend
 from console.tui.messages import TaskDone
 from console.tui.widgets.footer import ConsoleFooter
 
-
-def _field(item: Any, *names: str, default: Any = None) -> Any:
-    for name in names:
-        if isinstance(item, dict) and name in item:
-            return item[name]
-        if hasattr(item, name):
-            return getattr(item, name)
-    return default
+if TYPE_CHECKING:  # console.plan imports Hydra: the screen gets it through backend, when used
+    from console.catalog import Variant
+    from console.plan import LevelInfo
 
 
 def check_repo(value: str) -> tuple[bool, str]:
@@ -113,7 +108,7 @@ def in_console_words(message: str) -> str:
 
 
 def check_choice(
-    levels: list[int], variants: list[str], need_variant: set[int], variant_info: list[Any]
+    levels: list[int], variants: list[str], need_variant: set[int], variant_info: list[Variant]
 ) -> str | None:
     """The level/variant rules of the plan builder, said for this screen; None when consistent."""
     by_name = {v.name: v for v in variant_info}
@@ -145,8 +140,8 @@ class NewRunScreen(Screen[None]):
     def __init__(self, runs_dir: Path) -> None:
         super().__init__()
         self.runs_dir = runs_dir
-        self.levels: list[Any] = []
-        self.variant_info: list[Any] = []
+        self.levels: list[LevelInfo] = []
+        self.variant_info: list[Variant] = []
         self.need_variant: set[int] = set()
         self.recommended: list[int] = []
         self.plan: Any = None
@@ -240,7 +235,7 @@ class NewRunScreen(Screen[None]):
             return
         status.update("")
         for item in self.levels:
-            number = int(_field(item, "number", "level", default=0))
+            number = item.number
             levels_list.add_option((self._level_prompt(item), number, number == 0))
         try:
             questions = backend.touched_areas()
@@ -254,11 +249,11 @@ class NewRunScreen(Screen[None]):
             self._recommend(kept_touched)
         self._check_choice()
 
-    def _level_prompt(self, item: Any) -> Text:
-        number = int(_field(item, "number", "level", default=0))
+    def _level_prompt(self, item: LevelInfo) -> Text:
+        number = item.number
         prompt = Text(f"L{number} ", style="bold")
-        prompt.append(str(_field(item, "title", default="")))
-        gpus = int(_field(item, "gpus", default=0) or 0)
+        prompt.append(item.title)
+        gpus = item.gpus
         if gpus:
             prompt.append(f"  {gpus} GPU", style="dim")
         if number in self.recommended:
@@ -278,25 +273,23 @@ class NewRunScreen(Screen[None]):
             "" if self.variant_info else f"{self.framework} has no variants"
         )
 
-    def _level_info(self, number: int) -> Any:
-        return next(
-            (lv for lv in self.levels if int(_field(lv, "number", "level", default=-1)) == number), None
-        )
+    def _level_info(self, number: int) -> LevelInfo | None:
+        return next((lv for lv in self.levels if lv.number == number), None)
 
     def level_guide(self, number: int) -> Text:
         item = self._level_info(number)
         if item is None:
             return Text("")
         text = Text()
-        text.append(f"Level {number}: {_field(item, 'title', default='')}", style="bold")
-        gpus = int(_field(item, "gpus", default=0) or 0)
+        text.append(f"Level {number}: {item.title}", style="bold")
+        gpus = item.gpus
         text.append(f"  ({gpus} GPU)" if gpus else "  (no GPU needed)", style="dim")
         if number in self.recommended:
             text.append("  recommended for your change", style="bold green")
         text.append("\nrequired when: ", style="bold")
-        text.append(str(_field(item, "required_when", "when", default="") or "-"))
+        text.append(item.required_when or "-")
         text.append("\nproves: ", style="bold")
-        text.append(str(_field(item, "proves", default="") or "-"))
+        text.append(item.proves or "-")
         names = [v.name for v in self.variant_info if number in v.levels]
         if names:
             need = "runs only with one of" if number in self.need_variant else "variants"
@@ -334,7 +327,9 @@ class NewRunScreen(Screen[None]):
             self.query_one("#slurm-fields").display = event.value == "slurm"
         self.plan = None
 
-    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+    def on_selection_list_selection_highlighted(
+        self, event: SelectionList.SelectionHighlighted[str | int]
+    ) -> None:
         listing = event.selection_list
         value = listing.get_option_at_index(event.selection_index).value
         if listing.id == "levels":
@@ -369,10 +364,10 @@ class NewRunScreen(Screen[None]):
         elif wid in FIELD_GUIDES:
             self._guide(FIELD_GUIDES[wid] + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch")
 
-    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str | int]) -> None:
         self.plan = None
         if event.selection_list.id == "touched":
-            self._recommend(list(event.selection_list.selected))
+            self._recommend([str(v) for v in event.selection_list.selected])
         self._check_choice()
 
     def choice_summary(self) -> str:
@@ -394,7 +389,7 @@ class NewRunScreen(Screen[None]):
         self.recommended = [int(n) for n in wanted]
         levels = self.query_one("#levels", SelectionList)
         for i, item in enumerate(self.levels):
-            number = int(_field(item, "number", "level", default=0))
+            number = item.number
             with contextlib.suppress(Exception):
                 levels.replace_option_prompt_at_index(i, self._level_prompt(item))
             if number in wanted:

@@ -8,6 +8,7 @@ above a virtual view of the whole file: enter jumps to the finding's line wherev
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -41,7 +42,7 @@ class TriageScreen(Screen[None]):
         super().__init__()
         self.paths = paths
         self.start_line = line
-        self.result: dict | None = None
+        self.result: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -86,7 +87,7 @@ class TriageScreen(Screen[None]):
         self.result = message.result
         self._show_findings(message.result or {})
 
-    def _show_findings(self, result: dict) -> None:
+    def _show_findings(self, result: dict[str, Any]) -> None:
         status = self.query_one("#triage-status", Static)
         head = Text("Verdict ")
         head.append_text(verdict_badge(result.get("verdict")))
@@ -124,7 +125,7 @@ class TriageScreen(Screen[None]):
             )
             options.highlighted = first
 
-    def _finding(self, index: int | None) -> dict | None:
+    def _finding(self, index: int | None) -> dict[str, Any] | None:
         findings = (self.result or {}).get("findings") or []
         return findings[index] if index is not None and 0 <= index < len(findings) else None
 
@@ -147,14 +148,14 @@ class TriageScreen(Screen[None]):
             self._jump(finding)
             self.query_one("#triage-log", VirtualLogView).focus()
 
-    def _detail(self, finding: dict) -> None:
+    def _detail(self, finding: dict[str, Any]) -> None:
         result = self.result or {}
         self.query_one("#triage-advice", Static).update(
             finding_text(finding, result.get("primary"), result.get("framework"))
         )
         self.query_one("#triage-detail-box", VerticalScroll).scroll_home(animate=False)
 
-    def _jump(self, finding: dict) -> None:
+    def _jump(self, finding: dict[str, Any]) -> None:
         view = self.query_one("#triage-log", VirtualLogView)
         evidence = str(finding.get("evidence") or "").strip()
         view.set_search(evidence[:60])
