@@ -192,6 +192,7 @@ class TriageEngine:
             for lit in m.literals:
                 self._markers_by_lit.setdefault(lit, []).append(i)
         self._markers_of = {lit: tuple(sorted(set(ix))) for lit, ix in self._markers_by_lit.items()}
+        self._markers_of_set: dict[frozenset[str], tuple[int, ...]] = {}  # the same for several literals
         self.literals = literals  # every literal feed() looks for (see literal_roles)
         self._light_literals = self._markers_and_metrics_only()
         # the literals and the exception words in one automaton (see _present_words)
@@ -236,6 +237,11 @@ class TriageEngine:
     def wants_more(self) -> bool:
         """True while a traceback is open: a scanner must feed the following lines too."""
         return bool(self._tbs or self._chain_pending or self._noise_pending)
+
+    def open_state(self) -> tuple[dict[str, Any], set[str], set[str]]:
+        """The containers ``wants_more`` looks at (the same objects for the engine's life): a scanner's
+        loop can test them without a call per line."""
+        return self._tbs, self._chain_pending, self._noise_pending
 
     def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
         if "\x1b" in text or "\r" in text:
@@ -598,7 +604,12 @@ class TriageEngine:
             for lit in present:
                 idx = self._markers_of.get(lit, ())
         else:
-            idx = sorted({i for lit in present for i in self._markers_by_lit.get(lit, ())})
+            key = frozenset(present)
+            idx = self._markers_of_set.get(key)  # type: ignore[assignment]
+            if idx is None:
+                idx = tuple(sorted({i for lit in present for i in self._markers_by_lit.get(lit, ())}))
+                if len(self._markers_of_set) < 1024:
+                    self._markers_of_set[key] = idx
         for i in idx:
             m = self.cat.markers[i]
             hit = m.regex.search(body)

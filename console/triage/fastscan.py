@@ -26,6 +26,7 @@ literal followed by ESC, and every line with a NUL byte is a candidate.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
@@ -417,6 +418,7 @@ class FastFileScanner:
             LINE_CAP,
             self.inert,
         )
+        tbs, chained, noise = engine.open_state()  # wants_more is: any of them
         pos, lineno, ci, nc = 0, first, 0, len(lines)
         while pos < end:
             if engine.wants_more or engine.detects_at(lineno):
@@ -438,6 +440,7 @@ class FastFileScanner:
             if ci >= nc:
                 break
             busy = False
+            fed = candidates = 0
             for ci in range(ci, nc):  # noqa: B020 (ci: where this loop stopped)
                 start, nl, lineno, sure, light = lines[ci]
                 raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
@@ -445,31 +448,38 @@ class FastFileScanner:
                     raw = raw[:-1]
                 if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
                     text = clean_line(raw)
+                    light = None
                 else:
-                    text = raw.decode("utf-8", errors="replace")
-                    if light is not None and "\ufffd" not in text:
+                    try:
+                        text = raw.decode()
+                    except UnicodeDecodeError:
+                        text = raw.decode("utf-8", errors="replace")
+                        light = None
+                    if light is not None:
                         # the literals found are exactly those in the text, unless an inert one is there too
                         for lit in inert:
                             if lit in raw:
                                 break
                         else:
-                            self.fed += 1
+                            fed += 1
                             feed_light(lineno, text, set(light))
-                            if engine.wants_more:
+                            if tbs or chained or noise:
                                 busy = True
                                 break
                             continue
                 if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
-                    self.fed += 1
+                    fed += 1
                     feed(lineno, text)
                 else:
-                    self.candidates += 1
+                    candidates += 1
                     if needs_feed(text_for_gate(text)):
-                        self.fed += 1
+                        fed += 1
                         feed(lineno, text)
-                if engine.wants_more:
+                if tbs or chained or noise:
                     busy = True
                     break
+            self.fed += fed
+            self.candidates += candidates
             pos, lineno = nl + 1, lineno + 1
             if not busy:
                 break
@@ -478,6 +488,17 @@ class FastFileScanner:
 
     def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:
         """Read ``fh`` to its end; return the number of lines (the last one may lack its newline)."""
+        # the chunk passes make many short-lived tuples and no reference cycles: the cycle collector would
+        # walk every chunk's hit list again and again for nothing (reference counting frees them)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._scan(fh, chunk_size)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _scan(self, fh: BinaryIO, chunk_size: int) -> int:
         carry = b""
         giant: bytes | None = None  # the head of a line longer than a chunk, whose rest is being skipped
         while True:
