@@ -81,7 +81,6 @@ _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
 _ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
 _METRIC_SET = frozenset(METRIC_LITERALS)
-_METRIC_RE = re.compile("|".join(re.escape(x) for x in METRIC_LITERALS))  # any(lit in text for lit in ...)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 REPEAT_LINES = 512  # repeated lines remembered (see TriageEngine._remember)
 REPEAT_MAX_LEN = 1024  # longer lines are not remembered
@@ -512,8 +511,9 @@ class TriageEngine:
         body = split_prefix(text)[1]
         self._markers(body, lineno, present)
         # body is the end of text: no metric literal in text (present), none in body
-        if not present.isdisjoint(_METRIC_SET) and _METRIC_RE.search(body) is not None:
-            return [f.to_dict() for f in self._metric_findings(lineno, body)]
+        for lit in present:
+            if lit in _METRIC_SET and lit in body:
+                return [f.to_dict() for f in self._metric_findings(lineno, body)]
         return []
 
     # ------------------------------------------------------------------ repeated lines

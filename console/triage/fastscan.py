@@ -29,6 +29,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from typing import Any, BinaryIO
 
 from console.monitor.text import clean_line
@@ -110,6 +111,7 @@ class LineGate:
         roles = engine.literal_roles()
         self.engine = engine
         self.roles = roles
+        self._decided: dict[str, bool] = {}  # text -> needs_feed(text), for repeated lines
         self._engine_lits = frozenset(engine.literals)
         # literals that select markers and nothing else: like rule-only literals, a line holding only
         # those (and no guard word) changes nothing unless one of their markers' regexes may match it
@@ -210,7 +212,16 @@ class LineGate:
         return self._needs(present, text)
 
     def needs_feed(self, text: str) -> bool:
-        return self._needs(self._present(text), text)
+        # a pure function of the text: a line printed again and again is decided once
+        known = self._decided.get(text)
+        if known is not None:
+            return known
+        need = self._needs(self._present(text), text)
+        if len(text) <= 1024:
+            if len(self._decided) >= 512:
+                self._decided.clear()
+            self._decided[text] = need
+        return need
 
     def _needs(self, present: set[str], text: str) -> bool:
         if not present or present.isdisjoint(self._engine_lits):
@@ -247,7 +258,8 @@ class LineGate:
         out: set[int] = set()
         line, at = 0, 0
         key_lits = self._key_lits
-        for idx, start, _ in sorted(hits, key=lambda h: h[1]):
+        hits.sort(key=itemgetter(1))
+        for idx, start, _ in hits:
             line += joined.count(b"\n", at, start)
             at = start
             owners = key_lits[idx]
@@ -313,9 +325,14 @@ class FastFileScanner:
     ) -> None:
         self.engine = engine
         self.gate = gate
-        self.find, self.kinds, _ = finder or gate.hit_finder()
+        self.find, kinds, _ = finder or gate.hit_finder()
         lights = getattr(gate, "hit_lights", [])
-        self.lights: list[str | None] = lights if len(lights) == len(self.kinds) else [None] * len(self.kinds)
+        # one more entry, None, for the NUL hits (pattern index -1)
+        self.kinds: list[Any] = [*kinds, None]
+        self.lights: list[str | None] = [
+            *(lights if len(lights) == len(kinds) else [None] * len(kinds)),
+            None,
+        ]
         self.inert = [lit.encode() for lit in gate.roles["inert"]]
         self.lineno = 1  # number of the line starting at the current chunk's offset 0
         self.fed = 0
@@ -347,13 +364,13 @@ class FastFileScanner:
         pos, lineno, nl = 0, self.lineno, -1  # nl: the end of the line being read (its newline)
         start = 0
         sure = maybe = False
-        lits: list[str] = []
+        lits: list[str] | None = None
         light: list[str] | None = None
         for idx, hit, _ in hits:
             if hit < nl:  # another hit in the same line
                 if sure and light is None:
                     continue
-                kind = kinds[idx] if idx >= 0 else None
+                kind = kinds[idx]
                 if kind is True:
                     sure = True
                     if light is not None:
@@ -366,6 +383,8 @@ class FastFileScanner:
                 light = None
                 if kind is None:
                     maybe = True
+                elif lits is None:
+                    lits = [kind]
                 else:
                     lits.append(kind)
                 continue
@@ -382,14 +401,15 @@ class FastFileScanner:
             else:
                 start = pos
             nl = find(b"\n", hit, end)
-            kind = kinds[idx] if idx >= 0 else None
+            kind = kinds[idx]
             sure = kind is True
             maybe = kind is None
-            lits = [] if sure or maybe else [kind]
+            lits = None if sure or maybe else [kind]
             light = None
             if sure:
                 lit = lights[idx]
-                light = None if lit is None else [lit]
+                if lit is not None:
+                    light = [lit]
         if nl >= 0:
             if sure or maybe:
                 out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
