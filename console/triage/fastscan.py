@@ -256,6 +256,8 @@ class LineGate:
                 joined = _ANSI_B.sub(b"", joined)
         hits = self._key_ac.find_matches_as_indexes(joined.lower(), overlapping=True)
         out: set[int] = set()
+        if not hits:
+            return out
         line, at = 0, 0
         key_lits = self._key_lits
         hits.sort(key=itemgetter(1))
@@ -422,7 +424,7 @@ class FastFileScanner:
                 [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _, _ in keyed], keyed_lits
             )
             if found:
-                out = sorted(out + [keyed[j] for j in found])
+                out = sorted(out + [keyed[j] for j in found], key=itemgetter(0))
         return out
 
     def chunk(self, buf: bytes, end: int | None = None) -> None:
@@ -504,7 +506,7 @@ class FastFileScanner:
             if not busy:
                 break
             ci += 1
-        self.lineno = first + buf.count(b"\n", 0, end)
+        self.lineno = lineno + buf.count(b"\n", pos, end)  # (pos, lineno): the next line not read
 
     def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:
         """Read ``fh`` to its end; return the number of lines (the last one may lack its newline)."""
