@@ -15,10 +15,12 @@ it had been fed every line, so live findings and post-mortem triage JSON are the
 ``GatedFeed`` is the live path (the supervisor, one line at a time). ``FastFileScanner`` is the
 post-mortem path. Per 16 MiB chunk of raw bytes (read, not mapped: memory stays bounded):
 1. one Aho-Corasick pass finds the literals feed() acts on, guard words, and rule-only literals;
-2. lines holding only rule-only literals go through one more automaton pass together (``batch_keys``:
-   the rules' keys, on the lowercased lines stripped of ANSI codes); the few with a key are kept;
-3. only the kept lines are sliced, decoded and cleaned; a line with a literal feed() acts on goes
-   straight to it, the others through ``LineGate.needs_feed`` first.
+2. lines holding only rule-only literals go through one more automaton (``line_keys``: the rules' keys,
+   on the lowercased line stripped of ANSI codes); the few with a key are kept;
+3. only the kept lines are sliced, decoded and cleaned, in one pass over the hits; a line with a
+   literal feed() acts on goes straight to it (``feed_light`` with the literals found, when they all
+   only select markers or metrics and the line is clean UTF-8), the others through
+   ``LineGate.needs_feed`` first (decided once per text: logs repeat lines verbatim).
 Cleaning can *create* a literal (an ANSI colour code or a NUL byte inside it:
 ``\x1b[35mValueError\x1b[0m:``), so the first automaton also looks for every proper prefix of a
 literal followed by ESC, and every line with a NUL byte is a candidate.
@@ -144,7 +146,7 @@ class LineGate:
             self._rx = re.compile("|".join(re.escape(x) for x in sorted(lits, key=len, reverse=True)))
             self._lits = lits
         # rule-only literals whose rules all have keys (see regexfactors.Factors.keys): a line holding only
-        # such literals matters only when one of those keys is in it (batch_keys)
+        # such literals matters only when one of those keys is in it (line_keys)
         keys: dict[bytes, set[str]] = {}  # key -> the literals whose rules it is a key of
         self._keyed: set[str] = set()
         for lit in self._rule_lits:
@@ -173,7 +175,7 @@ class LineGate:
 
         A kind is True for a literal feed() acts on, None when a hit makes its line a candidate for
         ``needs_feed``, else a keyed rule-only literal: hits of those alone make the line a candidate
-        only when ``batch_keys`` finds one of their rules' keys in it too.
+        only when ``line_keys`` finds one of their rules' keys in it too.
         """
         pats = [x.encode() for x in self.chunk_literals()]
         find, name, allp = _hit_finder(pats, True)
@@ -237,37 +239,26 @@ class LineGate:
                     return True
         return False  # only inert literals, and rule literals whose regexes cannot match
 
-    def batch_keys(self, raws: list[bytes], lits: list[list[str]]) -> set[int]:
-        """Indices of the raw lines in which a key of the rules of their literals ``lits[i]`` may be in
-        the text feed() makes of them.
+    def line_keys(self, raw: bytes, lits: list[str]) -> bool:
+        """Whether a key of the rules of the literals ``lits`` found in the raw line may be in the text
+        feed() makes of it.
 
         That text is the line decoded, cut at a CR redraw and stripped of ANSI codes (twice:
         ``clean_line`` and feed's own). Stripping the codes from the raw bytes twice keeps every CR
         segment, so whatever the text holds, the stripped bytes hold too; lowercasing them covers
         case-insensitive keys, except for the four non-ASCII characters that ``fold`` maps to ASCII,
-        which are keys themselves. One automaton pass for all the lines of a chunk.
+        which are keys themselves.
         """
-        if not raws:
-            return set()
-        joined = b"\n".join(raws)
-        if b"\x1b" in joined:
-            joined = _ANSI_B.sub(b"", joined)
-            if b"\x1b" in joined:
-                joined = _ANSI_B.sub(b"", joined)
-        hits = self._key_ac.find_matches_as_indexes(joined.lower(), overlapping=True)
-        out: set[int] = set()
-        if not hits:
-            return out
-        line, at = 0, 0
+        if b"\x1b" in raw:
+            raw = _ANSI_B.sub(b"", raw)
+            if b"\x1b" in raw:
+                raw = _ANSI_B.sub(b"", raw)
         key_lits = self._key_lits
-        hits.sort(key=itemgetter(1))
-        for idx, start, _ in hits:
-            line += joined.count(b"\n", at, start)
-            at = start
+        for idx, _, _ in self._key_ac.find_matches_as_indexes(raw.lower(), overlapping=True):
             owners = key_lits[idx]
-            if owners is None or not owners.isdisjoint(lits[line]):
-                out.add(line)
-        return out
+            if owners is None or not owners.isdisjoint(lits):
+                return True
+        return False
 
 
 # ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see may_need_feed).
@@ -349,26 +340,79 @@ class FastFileScanner:
         else:
             self.engine.skip_to(lineno)
 
-    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool, list[str] | None]]:
-        """(start, end, number, sure, light) of the lines of ``buf[:end]`` that may matter, in order;
-        ``sure``: it holds a literal feed() acts on (else ``needs_feed`` decides); ``light``: the literals
-        found in it when they all only select markers or metrics (else None)."""
+    def _hits(self, buf: bytes, end: int) -> list[tuple[int, int, int]]:
+        """The automaton's hits in ``buf[:end]`` (plus every NUL byte, pattern index -1), by position."""
         hits = self.find(memoryview(buf)[:end] if end < len(buf) else buf)
         if buf.find(b"\x00", 0, end) >= 0:  # removing NULs can join a literal: those lines are candidates
             hits = sorted(
-                [*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))], key=lambda h: h[1]
+                [*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))], key=itemgetter(1)
             )
-        kinds, lights = self.kinds, self.lights
-        out: list[tuple[int, int, int, bool, list[str] | None]] = []
-        keyed: list[tuple[int, int, int, bool, list[str] | None]] = []
-        keyed_lits: list[list[str]] = []
+        return hits
+
+    def _walk(self, buf: bytes, pos: int, lineno: int, end: int) -> tuple[int, int]:
+        """Line by line from ``pos`` while a traceback is open or the framework is being detected; returns
+        where that stopped (the position and number of the next line)."""
+        engine, cap = self.engine, LINE_CAP
+        detecting = engine.detects_at(lineno)
+        while pos < end:
+            if detecting and not engine.detects_at(lineno):
+                detecting = False
+                engine.skip_to(lineno)  # past the detection window: as feed() would note it
+            if not (detecting or engine.wants_more):
+                break
+            nl = buf.find(b"\n", pos, end)
+            self._feed(lineno, buf[pos : pos + cap] if nl - pos > cap else buf[pos:nl], detecting)
+            pos, lineno = nl + 1, lineno + 1
+        return pos, lineno
+
+    def _line(self, raw: bytes, lineno: int, sure: bool, light: list[str] | None) -> None:
+        """One line that may matter (no traceback open, past detection): see the module docstring."""
+        if raw[-1:] == b"\r":
+            raw = raw[:-1]
+        if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
+            text = clean_line(raw)
+        else:
+            try:
+                text = raw.decode()
+            except UnicodeDecodeError:
+                text = raw.decode("utf-8", errors="replace")
+                light = None
+            if light is not None:
+                # the literals found are exactly those in the text, unless an inert one is there too
+                for lit in self.inert:
+                    if lit in raw:
+                        break
+                else:
+                    self.fed += 1
+                    self.engine.feed_light(lineno, text, set(light))
+                    return
+        if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
+            self.fed += 1
+            self.engine.feed(lineno, text)
+        else:
+            self.candidates += 1
+            if self.gate.needs_feed(text_for_gate(text)):
+                self.fed += 1
+                self.engine.feed(lineno, text)
+
+    def chunk(self, buf: bytes, end: int | None = None) -> None:
+        """Process ``buf[:end]``, which ends with a newline: one pass over the automaton's hits, a line at a
+        time (all the hits of a line decide what it is), and every line while a traceback is open."""
+        end = len(buf) if end is None else end
+        engine = self.engine
+        tbs, chained, noise = engine.open_state()  # wants_more is: any of them
+        kinds, lights, cap = self.kinds, self.lights, LINE_CAP
         rfind, find, count = buf.rfind, buf.find, buf.count
-        pos, lineno, nl = 0, self.lineno, -1  # nl: the end of the line being read (its newline)
-        start = 0
+        line_keys, do_line = self.gate.line_keys, self._line
+        pos, lineno = 0, self.lineno  # the next line not read yet
+        if tbs or chained or noise or engine.detects_at(lineno):
+            pos, lineno = self._walk(buf, pos, lineno, end)
+        nl = -1  # the end of the line being read (its newline), -1 for none
+        start = ln = 0
         sure = maybe = False
         lits: list[str] | None = None
         light: list[str] | None = None
-        for idx, hit, _ in hits:
+        for idx, hit, _ in self._hits(buf, end):
             if hit < nl:  # another hit in the same line
                 if sure and light is None:
                     continue
@@ -391,15 +435,19 @@ class FastFileScanner:
                     lits.append(kind)
                 continue
             if nl >= 0:  # the line before is complete
-                if sure or maybe:
-                    out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
-                else:
-                    keyed.append((start, nl, lineno, False, None))
-                    keyed_lits.append(lits)
-                pos, lineno = nl + 1, lineno + 1
+                raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
+                pos, lineno = nl + 1, ln + 1
+                nl = -1
+                if sure or maybe or line_keys(raw, lits):  # type: ignore[arg-type]
+                    do_line(raw, ln, sure, light if sure and not maybe and not lits else None)
+                    if tbs or chained or noise:
+                        pos, lineno = self._walk(buf, pos, lineno, end)
+            if hit < pos:
+                continue  # in a line read line by line already
             start = rfind(b"\n", pos, hit) + 1
+            ln = lineno
             if start > pos:
-                lineno += count(b"\n", pos, start)
+                ln += count(b"\n", pos, start)
             else:
                 start = pos
             nl = find(b"\n", hit, end)
@@ -413,100 +461,13 @@ class FastFileScanner:
                 if lit is not None:
                     light = [lit]
         if nl >= 0:
-            if sure or maybe:
-                out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
-            else:
-                keyed.append((start, nl, lineno, False, None))
-                keyed_lits.append(lits)
-        if keyed:
-            cap = LINE_CAP
-            found = self.gate.batch_keys(
-                [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _, _ in keyed], keyed_lits
-            )
-            if found:
-                out = sorted(out + [keyed[j] for j in found], key=itemgetter(0))
-        return out
-
-    def chunk(self, buf: bytes, end: int | None = None) -> None:
-        """Process ``buf[:end]``, which ends with a newline."""
-        end = len(buf) if end is None else end
-        first = self.lineno
-        lines = self._lines(buf, end)
-        engine = self.engine
-        feed, feed_light, needs_feed, cap, inert = (
-            engine.feed,
-            engine.feed_light,
-            self.gate.needs_feed,
-            LINE_CAP,
-            self.inert,
-        )
-        tbs, chained, noise = engine.open_state()  # wants_more is: any of them
-        pos, lineno, ci, nc = 0, first, 0, len(lines)
-        while pos < end:
-            if engine.wants_more or engine.detects_at(lineno):
-                # line by line while a traceback is open or the framework is being detected
-                detecting = engine.detects_at(lineno)
-                while pos < end:
-                    if detecting and not engine.detects_at(lineno):
-                        detecting = False
-                        engine.skip_to(lineno)  # past the detection window: as feed() would note it
-                    if not (detecting or engine.wants_more):
-                        break
-                    nl = buf.find(b"\n", pos, end)
-                    self._feed(lineno, buf[pos : pos + cap] if nl - pos > cap else buf[pos:nl], detecting)
-                    pos, lineno = nl + 1, lineno + 1
-                continue
-            # the lines that may matter, until one opens a traceback
-            while ci < nc and lines[ci][0] < pos:
-                ci += 1
-            if ci >= nc:
-                break
-            busy = False
-            fed = candidates = 0
-            for ci in range(ci, nc):  # noqa: B020 (ci: where this loop stopped)
-                start, nl, lineno, sure, light = lines[ci]
-                raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
-                if raw[-1:] == b"\r":
-                    raw = raw[:-1]
-                if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
-                    text = clean_line(raw)
-                    light = None
-                else:
-                    try:
-                        text = raw.decode()
-                    except UnicodeDecodeError:
-                        text = raw.decode("utf-8", errors="replace")
-                        light = None
-                    if light is not None:
-                        # the literals found are exactly those in the text, unless an inert one is there too
-                        for lit in inert:
-                            if lit in raw:
-                                break
-                        else:
-                            fed += 1
-                            feed_light(lineno, text, set(light))
-                            if tbs or chained or noise:
-                                busy = True
-                                break
-                            continue
-                if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
-                    fed += 1
-                    feed(lineno, text)
-                else:
-                    candidates += 1
-                    if needs_feed(text_for_gate(text)):
-                        fed += 1
-                        feed(lineno, text)
+            raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
+            pos, lineno = nl + 1, ln + 1
+            if sure or maybe or line_keys(raw, lits):  # type: ignore[arg-type]
+                do_line(raw, ln, sure, light if sure and not maybe and not lits else None)
                 if tbs or chained or noise:
-                    busy = True
-                    break
-            self.fed += fed
-            self.candidates += candidates
-            pos, lineno = nl + 1, lineno + 1
-            if not busy:
-                break
-            ci += 1
-        self.lineno = lineno + buf.count(b"\n", pos, end)  # (pos, lineno): the next line not read
+                    pos, lineno = self._walk(buf, pos, lineno, end)
+        self.lineno = lineno + count(b"\n", pos, end)  # (pos, lineno): the next line not read
 
     def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:
         """Read ``fh`` to its end; return the number of lines (the last one may lack its newline)."""
