@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
-from pathlib import Path
 from typing import Any
 
+from console.catalog.schema import RedactionCatalog, load_checked
+
 MASK = "***"
-_CATALOG = Path(__file__).resolve().parent / "catalog" / "redaction.toml"
 # Values that look like well-known tokens wherever they appear in text.
 _SECRET_VALUE_RES = [  # (a lower-case hint that must be in the text, the pattern)
     ("hf_", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")),  # Hugging Face
@@ -44,8 +43,7 @@ MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literall
 
 @cache
 def _rules() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
-    with open(_CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
+    data: RedactionCatalog = load_checked("redaction", RedactionCatalog)
     return (
         frozenset(w.lower() for w in data["secret_words"]),
         tuple(f.lower() for f in data.get("secret_fragments") or ()),
@@ -127,11 +125,6 @@ def redact_argv(argv: list[str]) -> list[str]:
     for i, (prefix, _secret) in secret_argv_positions(out).items():
         out[i] = prefix + MASK
     return out
-
-
-def redact_arg(arg: str) -> str:
-    """One argv word or override on its own (``KEY=VALUE`` or a token-shaped value)."""
-    return redact_argv([arg])[0]
 
 
 def _assign(m: re.Match[str]) -> str:

@@ -12,13 +12,15 @@ A finished run's verdict is the one recorded at its end (``triage.json``, the sa
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line, remedy_text
 from console.fileio import read_json, write_text_atomic
 from console.redact import redact_obj, redact_text
 from console.rundir.state import read_state
-from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, command_line, run_verdict
+from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
 MAX_DIRTY = 20
@@ -143,7 +145,7 @@ def _interpreter_line(doctor: dict[str, Any]) -> str:
     it = doctor.get("interpreter") if isinstance(doctor, dict) else None
     if not isinstance(it, dict):
         return ""
-    command = " ".join(str(a) for a in it.get("command") or [])
+    command = command_line([str(a) for a in it.get("command") or []])
     if not it.get("executable"):
         return f"`{command}` not probed ({it.get('problem') or it.get('status')})"
     versions = ", ".join(f"{k} {v or 'not installed'}" for k, v in (it.get("packages") or {}).items())
@@ -155,16 +157,13 @@ def _rerun_line(extra: dict[str, Any]) -> str:
     if not extra.get("linked_from"):
         return ""
     remedy = extra.get("remedy") or {}
-    bits = [f"unset {u}" for u in remedy.get("unset") or []]
-    bits += [f"{k}={v}" for k, v in (remedy.get("env") or {}).items()]
-    bits += list(remedy.get("overrides") or [])
     what = f" for {remedy['class']}" if remedy.get("class") else ""
     return f"of run {extra['linked_from']} with the remedy{what} applied: " + (
-        ", ".join(bits) if bits else "no env or override change"
+        remedy_text(remedy) or "no env or override change"
     )
 
 
-def _state(run_dir: Path) -> dict[str, Any]:
+def _state(run_dir: Path) -> Mapping[str, Any]:
     """``state.json`` as it is (callers settle a run whose supervisor is lost before they ask for
     its report: ``console.runs.recover.current_state``); {} when unreadable."""
     try:
@@ -198,7 +197,7 @@ def render_json(
     run_dir = Path(run_dir)
     v = verdict if verdict is not None else (None if recompute else recorded_verdict(run_dir))
     if v is None:
-        v = run_verdict(run_dir)
+        v = dict(run_verdict(run_dir))
         state = _state(run_dir)
         if state.get("status") in ("passed", "failed", "blocked", "cancelled") and state.get("verdict"):
             v["verdict"] = state["verdict"]
@@ -262,7 +261,8 @@ def render_json(
         out["baseline_comparison"] = [str(x) for x in comparison]
     if v.get("reason"):
         out["reason"] = v["reason"]
-    return redact_obj(out)
+    redacted: dict[str, Any] = redact_obj(out)
+    return redacted
 
 
 def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from console.errors import SpecError
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
 LAUNCHERS = ("local", "slurm")
@@ -117,57 +120,61 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
-    """Build a RunSpec from parsed CLI args, honouring the procedures' env variables as defaults.
+    """A RunSpec from the parsed SPEC options (``add_spec_arguments``)."""
+    return make_spec(vars(args))
 
-    Validation beyond syntax is the plan builder's job (console.plan.build_plan).
-    """
-    from console.errors import SpecError
 
-    framework = args.framework or "demo"
-    env: dict[str, str] = {}
-    for item in args.env or []:
-        if "=" not in item:
-            raise SpecError(f"--env {item!r}: expected KEY=VALUE")
-        key, value = item.split("=", 1)
-        env[key] = value
-    repo = args.repo
-    if repo is None:
-        if framework == "nemo-rl":
-            repo = os.environ.get("NEMO_RL_REPO")
-        elif framework == "verl":
-            repo = os.environ.get("VERL_REPO")
-    bridge = args.bridge_repo or (os.environ.get("BRIDGE_REPO") if framework != "demo" else None)
-    mounts = [m for m in (args.mounts or "").split(",") if m]
-    extra: dict[str, Any] = {}
-    if getattr(args, "bridge_tests", None):
-        extra["bridge_tests"] = list(args.bridge_tests)
-    if getattr(args, "allow_drift", False):
+def make_spec(options: Mapping[str, Any]) -> RunSpec:
+    """The one RunSpec builder (CLI, the TUI's New run, the demo). ``options`` are the SPEC options by
+    their ``add_spec_arguments`` names; a missing or empty one takes its default, the procedures'
+    variables included (``$NEMO_RL_REPO``/``$VERL_REPO``, ``$BRIDGE_REPO`` unless demo,
+    ``$RL_CONSOLE_RUNS``). ``env`` is a mapping or ``KEY=VALUE`` items; numbers may be text. A bad
+    value is a ``SpecError`` in the CLI's flag words; the rest is the plan builder's job."""
+    o = {k: v for k, v in options.items() if v is not None and v != "" and v != []}
+    framework, launcher = o.get("framework", "demo"), o.get("launcher", "local")
+    for flag, value, known in (("framework", framework, FRAMEWORKS), ("launcher", launcher, LAUNCHERS)):
+        if value not in known:
+            raise SpecError(f"--{flag} {value!r}: expected one of {', '.join(known)}")
+    env = o.get("env", {})
+    if not isinstance(env, Mapping):
+        for item in env:
+            if "=" not in item:
+                raise SpecError(f"--env {item!r}: expected KEY=VALUE")
+        env = dict(item.split("=", 1) for item in env)
+    repo_var = {"nemo-rl": "NEMO_RL_REPO", "verl": "VERL_REPO"}.get(framework, "")
+    repo = o.get("repo", os.environ.get(repo_var))
+    bridge = o.get("bridge_repo", os.environ.get("BRIDGE_REPO") if framework != "demo" else None)
+    extra: dict[str, Any] = {"bridge_tests": list(o["bridge_tests"])} if o.get("bridge_tests") else {}
+    if o.get("allow_drift"):
         extra["allow_drift"] = True
-    hang = getattr(args, "hang_timeout", None)
-    if hang is not None:
-        if hang <= 0:
-            raise SpecError(f"--hang-timeout {hang}: must be a positive number of seconds")
-        extra["hang_timeout_s"] = float(hang)
+    if "hang_timeout" in o:
+        extra["hang_timeout_s"] = _number(o, "hang_timeout", float)
+        if not extra["hang_timeout_s"] > 0:
+            raise SpecError(f"--hang-timeout {o['hang_timeout']}: must be a positive number of seconds")
     return RunSpec(
         framework=framework,
-        levels=sorted(set(args.levels)) if args.levels else [0],
-        variants=list(args.variants or []),
-        model=args.model,
+        levels=sorted(set(o.get("levels", [0]))),
+        variants=list(o.get("variants", [])),
+        model=o.get("model"),
         bridge_repo=str(Path(bridge).expanduser()) if bridge else None,
         repo=str(Path(repo).expanduser()) if repo else None,
-        overrides=list(args.overrides or []),
-        env=env,
-        runs_dir=args.runs_dir or default_runs_dir(),
-        launcher=args.launcher,
+        overrides=list(o.get("overrides", [])),
+        env=dict(env),
+        runs_dir=o.get("runs_dir") or default_runs_dir(),
+        launcher=launcher,
         slurm=SlurmOptions(
-            nodes=args.nodes,
-            partition=args.partition,
-            account=args.account,
-            time=args.time,
-            container=args.container,
-            mounts=mounts,
-            gpus_per_node=args.gpus_per_node,
-            cpus_per_task=getattr(args, "cpus_per_task", None),
+            **{k: o.get(k) for k in ("partition", "account", "time", "container")},
+            nodes=_number(o, "nodes", int, 1),
+            mounts=[m for m in o.get("mounts", "").split(",") if m],
+            gpus_per_node=_number(o, "gpus_per_node", int),
+            cpus_per_task=_number(o, "cpus_per_task", int),
         ),
         extra=extra,
     )
+
+
+def _number(o: dict[str, Any], key: str, kind: type, default: Any = None) -> Any:
+    try:
+        return kind(o[key]) if key in o else default
+    except (TypeError, ValueError):
+        raise SpecError(f"--{key.replace('_', '-')} {o[key]!r}: expected a number") from None

@@ -8,8 +8,11 @@
    only iterates the file's lines. The log is generated in a temp dir and deleted afterwards.
 3. nvml: cost of GpuSampler.sample() / HostSampler.sample() per second at 1 Hz. Anchor: one
    raw pynvml.nvmlInit() attempt. (Without a driver this measures the no-driver path.)
+4. parse: CPU time per line of the progress parsers (catalog/progress.toml patterns) on the demo
+   sample logs' lines, 200,000 lines per framework. Anchor: clean_segments() of the same lines
+   (what the tailer spends on each line before the parser sees it).
 
-Usage: python scripts/bench_monitor.py [--only latency,rss,nvml] [--rate 10000] [--seconds 5] [--gb 2]
+Usage: python scripts/bench_monitor.py [--only latency,rss,nvml,parse] [--rate 10000] [--seconds 5] [--gb 2]
 """
 
 from __future__ import annotations
@@ -325,9 +328,38 @@ def bench_nvml(n: int = 200) -> None:
     _table("sampling cost at 1 Hz", ["call", "us/call", "% of one core", "state"], rows)
 
 
+def bench_parse(n: int = 200_000) -> None:
+    from console.monitor.progress import make_parser
+    from console.monitor.text import clean_segments
+
+    rows = []
+    samples = ROOT / "console" / "demo" / "samples"
+    for framework, name in (("nemo-rl", "nemo-rl-grpo-megatron.log"), ("verl", "verl-ppo-megatron-oom.log")):
+        raws = (samples / name).read_bytes().split(b"\n")
+        raws = (raws * (n // len(raws) + 1))[:n]
+        t0 = time.process_time()
+        lines = [s for raw in raws for s in clean_segments(raw)]
+        anchor = time.process_time() - t0
+        best = float("inf")
+        for _ in range(3):
+            parser = make_parser(framework)
+            t0 = time.process_time()
+            for text in lines:
+                parser.feed(text, 0.0)
+            best = min(best, time.process_time() - t0)
+        rows.append(
+            [framework, f"{len(lines):,}", f"{best / len(lines) * 1e6:.2f}", f"{anchor / n * 1e6:.2f}"]
+        )
+    _table(
+        "progress parsing, CPU per line (best of 3)",
+        ["parser", "lines", "us/line", "anchor: clean_segments us/line"],
+        rows,
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="latency,rss,nvml")
+    ap.add_argument("--only", default="latency,rss,nvml,parse")
     ap.add_argument("--rate", type=int, default=10_000)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--gb", type=float, default=2.0)
@@ -340,6 +372,8 @@ def main() -> int:
         bench_rss(args.gb)
     if "nvml" in only:
         bench_nvml()
+    if "parse" in only:
+        bench_parse()
     return 0
 
 

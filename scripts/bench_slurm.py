@@ -143,7 +143,7 @@ def main() -> int:
                 t = time.perf_counter()
                 backend.poll(job_id)
                 polls.append(time.perf_counter() - t)
-                follower = backend.Follower(run_dir, poll_s=0.1)
+                follower = backend.JobRecorder(run_dir, poll_s=0.1)
                 n = 0
                 cpu_polls = 0.0
                 final = None

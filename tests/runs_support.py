@@ -12,9 +12,9 @@ from typing import Any
 
 import psutil
 
+from console.monitor.procs import run_processes
 from console.rundir.state import is_finished, read_state
 from console.runs.cancel import running_groups
-from console.runs.procs import run_processes
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent

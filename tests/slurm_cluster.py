@@ -69,15 +69,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 class SlurmCluster:
     """Start with ``start()``, always ``stop()`` (the pytest fixture does both)."""
 

@@ -129,3 +129,26 @@ def test_catalog_levels_and_guidance():
         recommend_levels("nemo-rl", ["nope"])
     with pytest.raises(SpecError):
         catalog_levels("nope")
+
+
+def test_load_toml_is_the_one_loader_with_one_error(tmp_path):
+    """A bare name reads the catalog folder; a path is read as given, again after it changes;
+    missing or malformed files are the one CatalogError naming the file and the reason."""
+    from console.catalog import load_toml
+    from console.triage import rules
+
+    assert rules.CatalogError is CatalogError  # one class, whoever raises it
+    assert load_toml("slurm") is load_toml("slurm.toml")  # parsed once
+    assert "states" in load_toml("slurm")
+    path = tmp_path / "x.toml"
+    path.write_text("a = 1\n")
+    assert load_toml(path) == {"a": 1}
+    path.write_text("a = 22\n")
+    assert load_toml(path) == {"a": 22}
+    path.write_text("a = [\n")
+    with pytest.raises(CatalogError, match=r"x\.toml: not valid TOML"):
+        load_toml(path)
+    with pytest.raises(CatalogError, match=r"nope\.toml: cannot read"):
+        load_toml("nope")
+    with pytest.raises(CatalogError, match=r"x\.toml: not valid TOML"):
+        rules.load_catalog(path)

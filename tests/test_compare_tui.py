@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from tui_helpers import drive, wait_for, workers_done  # noqa: E402
 
 from console.tui.app import ConsoleApp  # noqa: E402
 from console.tui.screens.compare import CompareScreen  # noqa: E402
@@ -124,16 +124,13 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def settle_compare(pilot: Any) -> None:
-    for _ in range(200):
-        scr = pilot.app.screen
-        if isinstance(scr, CompareScreen) and scr.result is not None and scr.query("#cmp-diffs"):
-            break
-        await pilot.pause(0.05)
-    await pilot.pause(0.3)
+    await workers_done(pilot, "compare")
+    scr = pilot.app.screen
+    assert isinstance(scr, CompareScreen) and scr.result is not None and scr.query("#cmp-diffs")
 
 
 async def open_compare(pilot: Any, runs: Path) -> None:
-    await pilot.pause(0.1)
+    await pilot.pause()
     pilot.app.push_screen(CompareScreen(runs / BASE, runs / CAND))
     await settle_compare(pilot)
 
@@ -147,12 +144,9 @@ def test_compare_screen_snapshot(snap_compare: Any, runs: Path, size: tuple[int,
 
 
 def test_compare_screen_content(runs: Path) -> None:
-    asyncio.run(_test_compare_screen_content(runs))
-
-
-async def _test_compare_screen_content(runs: Path) -> None:
     app = ConsoleApp(runs)
-    async with app.run_test(size=(80, 24)) as pilot:
+
+    async def body(pilot: Any) -> None:
         await open_compare(pilot, runs)
         scr = app.screen
         assert isinstance(scr, CompareScreen)
@@ -165,25 +159,19 @@ async def _test_compare_screen_content(runs: Path) -> None:
         assert "Changed" in str(scr.query_one("#cmp-verdict").render())
         assert len(scr.query(".cmp-curve")) == len(r["curves"])  # baseline and candidate lines per metric
         await pilot.press("s")  # swap sides: the candidate becomes the baseline
-        for _ in range(100):
-            if scr.result and scr.result["baseline"]["id"] == CAND:
-                break
-            await pilot.pause(0.05)
+        await workers_done(pilot, "compare")
         assert scr.result["baseline"]["id"] == CAND and scr.result["verdict"] == "Changed"
+
+    drive(app, body)
 
 
 def test_home_mark_then_compare_and_latest_peer(runs: Path) -> None:
-    asyncio.run(_test_home_mark_then_compare_and_latest_peer(runs))
-
-
-async def _test_home_mark_then_compare_and_latest_peer(runs: Path) -> None:
     app = ConsoleApp(runs)
-    async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            if len(getattr(app.screen, "rows", {})) == 3:
-                break
-            await pilot.pause(0.05)
+
+    async def body(pilot: Any) -> None:
+        await workers_done(pilot, "home-scan")
         home = app.screen
+        assert len(home.rows) == 3
         # rows newest first: CAND, BASE, OTHER. C on CAND with no mark: its latest peer is BASE (same
         # framework, levels and model; the verl run is not one), older first as the baseline
         await pilot.press("C")
@@ -191,7 +179,7 @@ async def _test_home_mark_then_compare_and_latest_peer(runs: Path) -> None:
         assert isinstance(app.screen, CompareScreen)
         assert (app.screen.baseline.name, app.screen.candidate.name) == (BASE, CAND)
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert app.screen is home
         # m marks the highlighted run (CAND) as the baseline; C on OTHER compares CAND -> OTHER
         await pilot.press("m", "down", "down", "C")
@@ -201,24 +189,22 @@ async def _test_home_mark_then_compare_and_latest_peer(runs: Path) -> None:
         assert r["verdict"] == "Inconclusive" and any("different configs" in x for x in r["reasons"])
         assert any(d["field"] == "framework" for d in r["differences"])
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await pilot.pause()
         # the verl run has no peer: a warning, no screen
         await pilot.press("C")
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert app.screen is home
+
+    drive(app, body)
 
 
 def test_monitor_c_compares_with_latest_peer(runs: Path) -> None:
-    asyncio.run(_test_monitor_c_compares_with_latest_peer(runs))
-
-
-async def _test_monitor_c_compares_with_latest_peer(runs: Path) -> None:
     app = ConsoleApp(runs, open_run=runs / BASE)
-    async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            if type(app.screen).__name__ == "MonitorScreen":
-                break
-            await pilot.pause(0.05)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "MonitorScreen")
         await pilot.press("C")
         await settle_compare(pilot)
         assert (app.screen.baseline.name, app.screen.candidate.name) == (BASE, CAND)
+
+    drive(app, body)

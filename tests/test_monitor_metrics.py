@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from console.monitor.check_metrics import evaluate_check, evaluate_checks, validate
-from console.monitor.ray_gpu_metrics import ray_gpu_summary
 from console.monitor.tb_reader import TbReader
 
 pytestmark = pytest.mark.timeout(120)
@@ -137,14 +136,6 @@ def test_partial_record_is_retried(tb_run: dict, tmp_path: Path) -> None:
     got += reader.poll()
     full = TbReader(dst).poll()
     assert [(p.tag, p.step, p.value) for p in got] == [(p.tag, p.step, p.value) for p in full]
-
-
-def test_ray_gpu_metrics(tb_run: dict) -> None:
-    s = ray_gpu_summary(tb_run["reader"].metrics())
-    node = s["nodes"][0]
-    assert node["node"] == 0 and node["mem_gb"] == 100.0 and node["mem_total_gb"] == 512.0
-    gpu = node["gpus"][0]
-    assert gpu == {"gpu": 0, "mem_gb": 20.0, "peak_mem_gb": 20.0, "util": 91.0, "t": 10}
 
 
 DATA = {

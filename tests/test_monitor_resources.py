@@ -18,7 +18,7 @@ from console.monitor.gpu import GpuSampler
 from console.monitor.host import HostSampler, default_disk_paths
 from console.monitor.procs import has_marker, run_process_tree
 from console.monitor.sampler import ResourceSampler
-from console.monitor.verl_jsonl import VerlJsonlReader
+from console.runs.sampling import SamplerThread
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -159,37 +159,24 @@ def test_host_sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert 0 < snap.mem_used < snap.mem_total
 
 
-def test_sampler_publishes_to_bus(tmp_path: Path) -> None:
+def test_sampler_thread_publishes_gpu_state_once_and_host_every_tick(tmp_path: Path) -> None:
     events_path = tmp_path / "events.jsonl"
     bus = EventBus(events_path)
     seen: list[str] = []
     bus.subscribe(lambda e: seen.append(e.type))
-    s = ResourceSampler(bus, host=HostSampler([str(tmp_path)]), interval=0.05, step="l0").start()
+    sampler = ResourceSampler(host=HostSampler([str(tmp_path)]))
+    thread = SamplerThread(sampler, interval=0.05)
+    thread.step = "l0"
     deadline = time.monotonic() + 10
-    while s.samples < 4 and time.monotonic() < deadline:
+    while sampler.samples < 4 and time.monotonic() < deadline:
         time.sleep(0.02)
-    s.stop()
+    assert thread.stop()
+    for ev in thread.drain():  # the supervisor's loop publishes what the thread sampled
+        bus.publish(ev)
+    sampler.close()
     bus.close()
     events, _ = read_events(events_path)
     kinds = [e.type for e in events]
     assert kinds.count("host") >= 4
     assert kinds.count("gpu") == 1  # "no NVIDIA driver" is said once, not every second
-    assert events[0].step == "l0" and seen == kinds
-
-
-def test_verl_jsonl_incremental(tmp_path: Path) -> None:
-    p = tmp_path / "exp.jsonl"
-    p.write_text(
-        json.dumps({"step": 1, "data": {"actor/pg_loss": 0.5, "note": "x", "critic/vf_loss": "nan"}})
-        + "\n"
-        + '{"step": 2, "data": {"actor/pg_loss": 0.4'
-    )
-    r = VerlJsonlReader(p)
-    ev = r.poll()
-    assert [e.data["step"] for e in ev] == [1]
-    assert ev[0].data["values"] == {"actor/pg_loss": 0.5, "critic/vf_loss": "nan"}
-    with open(p, "a") as fh:
-        fh.write("}}\nnot json\n")
-    ev = r.poll()
-    assert [e.data["step"] for e in ev] == [2] and r.bad_lines == 1
-    assert r.metrics()["actor/pg_loss"] == {"1": 0.5, "2": 0.4}
+    assert events[-1].step == "l0" and seen == kinds  # the thread tags samples with the step set on it

@@ -10,9 +10,9 @@ import psutil
 import pytest
 from runs_support import PY, cli, reap_runs, step, wait_finished, wait_for
 
+from console.monitor.procs import run_processes
 from console.rundir.state import read_state
 from console.runs.launch import start_run
-from console.runs.procs import run_processes
 from console.spec import RunSpec
 
 pytestmark = pytest.mark.timeout(120)

@@ -9,10 +9,10 @@ import psutil
 import pytest
 from runs_support import reap_runs, step, wait_for
 
+from console.monitor.procs import RAY_PROCESS_NAMES, run_marker, run_processes
 from console.rundir.state import read_state
 from console.runs.cancel import cancel_run, ray_command
 from console.runs.launch import start_run
-from console.runs.procs import RAY_PROCESS_NAMES, run_marker, run_processes
 from console.spec import RunSpec
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(180)]

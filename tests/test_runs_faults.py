@@ -19,8 +19,8 @@ import psutil
 import pytest
 from runs_support import PY, ROOT, reap_runs
 
+from console.monitor.procs import run_marker, run_processes
 from console.rundir.state import TERMINAL, read_state
-from console.runs.procs import run_marker, run_processes
 from console.runs.recover import current_state
 
 pytestmark = pytest.mark.timeout(600)

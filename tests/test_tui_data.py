@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -13,9 +14,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tui_helpers import write_run  # noqa: E402
 
 from console.errors import RunNotFound  # noqa: E402
+from console.runs.store import RunStore  # noqa: E402
 from console.tui.config import config_path, load_config, save_config  # noqa: E402
 from console.tui.logfollow import LogFollower  # noqa: E402
-from console.tui.rundata import RunModel, list_runs, resolve_run  # noqa: E402
+from console.tui.rundata import RunModel, list_runs  # noqa: E402
 from console.tui.themes import load_themes, resolve_theme_name, themes_dir  # noqa: E402
 
 
@@ -28,11 +30,11 @@ def test_list_and_resolve_runs(tmp_path: Path) -> None:
     rows = list_runs(tmp_path)
     assert [r.id for r in rows] == ["20261121-223700-demo-l0-nan", "20261121-223600-demo-l0"]
     assert rows[0].progress_text() == "1/1 · it 20/20"
-    assert resolve_run(tmp_path, "20261121-2236").name == "20261121-223600-demo-l0"
+    assert RunStore(tmp_path).resolve("20261121-2236").name == "20261121-223600-demo-l0"
     with pytest.raises(RunNotFound, match="ambiguous"):
-        resolve_run(tmp_path, "20261121-22")
+        RunStore(tmp_path).resolve("20261121-22")
     with pytest.raises(RunNotFound, match="no run"):
-        resolve_run(tmp_path, "zzz")
+        RunStore(tmp_path).resolve("zzz")
 
 
 def test_run_model_reads_events_incrementally(tmp_path: Path) -> None:
@@ -49,9 +51,49 @@ def test_run_model_reads_events_incrementally(tmp_path: Path) -> None:
         )
         fh.write('{"t": 2, "type": "host", "cpu": 5')  # a writer mid-append: left for later
     snap = model.refresh()
-    assert snap.gpu == [{"index": 0, "mem_used": 1}] and snap.host == {}
+    assert snap.gpu == ({"index": 0, "mem_used": 1},) and snap.host == {}
     (run / "metrics.json").write_text(json.dumps({"train/reward": {"1": 0.5, "2": 0.75}}))
-    assert model.refresh().metrics["train/reward"] == [(1, 0.5), (2, 0.75)]
+    assert model.refresh().metrics["train/reward"] == ((1, 0.5), (2, 0.75))
+
+
+def test_snapshot_is_frozen_and_not_the_workers_live_data(tmp_path: Path) -> None:
+    """The monitor's worker refreshes while the UI thread still reads the snapshot it posted before:
+    that snapshot must not be the worker's own dicts and lists (iterating one the worker grows
+    raises "dictionary changed size during iteration")."""
+    run = write_run(tmp_path, status="running", verdict=None, failing=True)
+    model = RunModel(run)
+    posted = model.refresh()
+    names = iter(posted.metrics)  # the UI thread is half-way through the metric names...
+    next(names)
+    events = [
+        {"t": 1, "type": "metrics", "step": 21, "values": {f"new_{i}": 1.0 for i in range(50)}},
+        {"t": 2, "type": "finding", "step": "demo-grpo", "class": "nan_loss", "verdict": "Fail"},
+        {"t": 3, "type": "progress", "step": 21, "total": 20},
+        {"t": 4, "type": "gpu", "node": "n1", "devices": []},
+        {"t": 5, "type": "phase", "name": "eval"},
+    ]
+    with open(run / "events.jsonl", "a") as fh:
+        fh.write("".join(json.dumps(ev) + "\n" for ev in events))
+    fresh = model.refresh()  # ...when the worker reads on
+    assert list(names) == ["reward"]  # no RuntimeError, and the names it had
+    assert fresh is not posted
+    assert sorted(posted.metrics) == ["loss", "reward"] and "new_0" in fresh.metrics
+    assert len(posted.findings) == 1 and len(fresh.findings) == 2
+    assert posted.progress["demo-grpo"]["step"] == 20 and fresh.progress["demo-grpo"]["step"] == 21
+    assert dict(posted.gpu_nodes) == {} and posted.phase is None and fresh.phase == "eval"
+    for mapping in (
+        posted.state,
+        posted.metrics,
+        posted.progress,
+        posted.host,
+        posted.gpu_nodes,
+        posted.triage,
+    ):
+        with pytest.raises(TypeError):
+            mapping["x"] = 1  # type: ignore[index]
+    assert isinstance(posted.metrics["loss"], tuple) and isinstance(posted.findings, tuple)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        posted.phase = "x"  # type: ignore[misc]
 
 
 def test_follower_bounded_tail_truncation_rotation_and_giant_lines(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ list processes (Pilot, from a gpu event written the way the sampler writes it)."
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import write_run  # noqa: E402
+from tui_helpers import drive, wait_for, write_run  # noqa: E402
 
 from console.events import Event  # noqa: E402
 from console.monitor.gpu import GpuDevice, GpuProc, GpuSnapshot  # noqa: E402
@@ -49,21 +48,14 @@ def test_system_tab_shows_by_device_attribution(tmp_path: Path, monkeypatch: pyt
     app = ConsoleApp(tmp_path / "runs", open_run=run)
     seen: dict[str, str] = {}
 
-    async def main() -> None:
-        async with app.run_test(size=(120, 40)) as pilot:
-            for _ in range(100):
-                if type(app.screen).__name__ == "MonitorScreen" and app.screen.snapshot is not None:
-                    break
-                await pilot.pause(0.05)
-            await pilot.press("4")
-            panel: Any = app.screen.query_one("#gpu-panel")
-            for _ in range(100):
-                seen["text"] = str(panel.render())
-                if "by device" in seen["text"]:
-                    break
-                await pilot.pause(0.05)
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: getattr(app.screen, "snapshot", None) is not None)
+        await pilot.press("4")
+        panel: Any = app.screen.query_one("#gpu-panel")
+        await wait_for(pilot, lambda: "by device" in str(panel.render()))
+        seen["text"] = str(panel.render())
 
-    asyncio.run(main())
+    drive(app, body, size=(120, 40))
     text = seen["text"]
     assert "this run 8.0 GiB" in text and "(by device: no NVML PID is the run's)" in text, text
     assert "processes unknown (not_supported)" in text, text

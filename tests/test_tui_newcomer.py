@@ -3,19 +3,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import write_run  # noqa: E402
+from tui_helpers import drive, text_of, wait_for, workers_done, write_run  # noqa: E402
 
 from console.plan import catalog_levels, recommend_levels  # noqa: E402
 from console.tui.app import ConsoleApp  # noqa: E402
@@ -33,26 +31,6 @@ def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TMUX", raising=False)
 
 
-def drive(app: ConsoleApp, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await body(pilot)
-
-    asyncio.run(main())
-
-
-async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if cond():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not met in time")
-
-
-def text_of(widget: Any) -> str:
-    return str(widget.render())
-
-
 # -- New run: a guided flow ------------------------------------------------------------------------
 def test_new_run_walk_shows_why_for_every_level_and_variant(tmp_path: Path) -> None:
     app = ConsoleApp(tmp_path / "runs")
@@ -65,10 +43,10 @@ def test_new_run_walk_shows_why_for_every_level_and_variant(tmp_path: Path) -> N
         await pilot.press("down")
         assert "needs on demo" in text_of(scr.query_one("#guide"))
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         touched.focus()
         touched.select("weight-mapping-refit")
-        await pilot.pause(0.1)
+        await pilot.pause()
         levels = scr.query_one("#levels")
         assert sorted(levels.selected) == recommend_levels("nemo-rl", ["weight-mapping-refit"]) == [0, 2]
         assert "recommended for what you ticked: Level 0, Level 2" in text_of(scr.query_one("#levels-status"))
@@ -108,6 +86,62 @@ def test_new_run_walk_shows_why_for_every_level_and_variant(tmp_path: Path) -> N
     drive(app, body)
 
 
+def test_new_run_builds_the_cli_spec_with_slurm_hang_timeout_and_bridge_tests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New run has `run`'s Slurm options, hang timeout and Bridge tests, and builds its spec with the
+    CLI's own builder: the same fields give the same spec.json as the command line."""
+    from console.cli import build_parser
+    from console.spec import spec_from_args
+
+    monkeypatch.delenv("BRIDGE_REPO", raising=False)
+    runs = tmp_path / "runs"
+    app = ConsoleApp(runs)
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("n")
+        scr = app.screen
+        assert not scr.query_one("#slurm-fields").display  # local by default: no Slurm questions
+        scr.query_one("#launcher").value = "slurm"
+        await pilot.pause(0.1)
+        assert scr.query_one("#slurm-fields").display
+        fields = {"nodes": "2", "partition": "batch", "time": "01:30:00", "mounts": "/data:/data,/m:/m"}
+        for key, value in fields.items():
+            scr.query_one(f"#{key}").value = value
+        scr.query_one("#hang_timeout").value = "600"
+        scr.query_one("#bridge_tests").text = "tests/functional_tests/test_a.py\n\n tests/test_b.py\n"
+        scr.query_one("#env").text = "DEMO_X=1"
+        await pilot.pause(0.1)
+        spec = scr.build_spec()
+        cli = spec_from_args(
+            build_parser().parse_args(
+                ["run", "--launcher", "slurm", "--nodes", "2", "--partition", "batch", "--time", "01:30:00"]
+                + ["--mounts", "/data:/data,/m:/m", "--hang-timeout", "600", "--env", "DEMO_X=1"]
+                + ["--bridge-test", "tests/functional_tests/test_a.py", "--bridge-test", "tests/test_b.py"]
+                + ["--runs-dir", str(runs)]
+            )
+        )
+        assert spec.to_dict() == cli.to_dict()
+        assert spec.slurm.nodes == 2 and spec.slurm.mounts == ["/data:/data", "/m:/m"]
+        assert spec.extra == {"bridge_tests": ["tests/functional_tests/test_a.py", "tests/test_b.py"]} | {
+            "hang_timeout_s": 600.0
+        }
+        scr.query_one("#hang_timeout").value = "0"  # a bad value: the core's one line, in the form's words
+        await pilot.press("f2")
+        await wait_for(
+            pilot, lambda: "Hang timeout 0: must be a positive" in text_of(scr.query_one("#guide"))
+        )
+        assert "--hang-timeout" not in text_of(scr.query_one("#guide")) and scr.plan is None
+        scr.query_one("#hang_timeout").value = ""
+        scr.query_one("#launcher").value = "local"
+        await pilot.pause(0.1)
+        assert not scr.query_one("#slurm-fields").display
+        spec = scr.build_spec()
+        assert spec.launcher == "local" and spec.slurm.nodes == 1 and "hang_timeout_s" not in spec.extra
+
+    drive(app, body)
+
+
 def test_preview_and_preflight_come_into_view(tmp_path: Path) -> None:
     app = ConsoleApp(tmp_path / "runs")
 
@@ -116,8 +150,9 @@ def test_preview_and_preflight_come_into_view(tmp_path: Path) -> None:
         scr = app.screen
         form = scr.query_one("#newrun-form")
         await pilot.press("f3")
-        await wait_for(pilot, lambda: "Preflight:" in text_of(scr.query_one("#preflight-out")), timeout=30)
-        await pilot.pause(0.3)
+        await workers_done(pilot, "newrun-task")
+        assert "Preflight:" in text_of(scr.query_one("#preflight-out"))
+        await pilot.pause()  # the scroll into view comes after a refresh
         out = scr.query_one("#preflight-out")
         top = out.region.y
         assert form.region.y <= top < form.region.bottom  # on screen, not below the fold
@@ -139,11 +174,13 @@ def test_start_anyway_after_a_blocking_preflight_is_recorded(tmp_path: Path) -> 
         scr = app.screen
         scr.query_one("#env").text = "ROCR_VISIBLE_DEVICES=0\nCUDA_VISIBLE_DEVICES=1"  # a real clash: blocks
         await pilot.press("ctrl+l")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmDialog", timeout=30)
+        await workers_done(pilot, "newrun-task")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmDialog")
         assert "Start anyway?" in str(app.screen.question)
         assert "Preflight: block" in text_of(scr.query_one("#preflight-out"))
         await pilot.press("y")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "MonitorScreen", timeout=30)
+        await workers_done(pilot, "newrun-task")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "MonitorScreen")
         started.append(app.screen.run_dir)
 
     try:
@@ -263,7 +300,7 @@ def test_metrics_nan_series_and_plot_only_when_big(tmp_path: Path) -> None:
             await wait_for(pilot, lambda: type(app.screen).__name__ == "MonitorScreen")
             await pilot.press("3")
             await wait_for(pilot, lambda: bool(app.screen._metric_names))
-            await pilot.pause(0.3)
+            await pilot.pause()
             assert app.screen.query_one("#metric-plot").display is plotted
             labels = " ".join(text_of(w) for w in app.screen.query(".metric-label"))
             assert "NaN/Inf from step 21" in labels  # said, and the sparkline does not crash on it
@@ -278,7 +315,7 @@ def test_state_changes_are_announced_on_each_enabled_channel(tmp_path: Path) -> 
     app = ConsoleApp(runs)
 
     async def body(pilot: Any) -> None:
-        await pilot.pause(1.5)  # the first look only learns the states
+        await workers_done(pilot, "app-watch-runs")  # the first look only learns the states
         assert app.announced == []
         state = json.loads((run / "state.json").read_text())
         state.update(status="failed", verdict="Fail")
@@ -434,7 +471,7 @@ def test_finding_early_in_a_big_log_opens_the_whole_file_at_its_line(tmp_path: P
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TriageScreen", timeout=10)
         view = app.screen.query_one("#triage-log")
         await wait_for(pilot, lambda: view.target == 10 and view.line_count >= 10)
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert view.scroll_offset.y <= 9 < view.scroll_offset.y + view.size.height
         assert "OutOfMemoryError" in view.index.line(10)
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import write_run  # noqa: E402
+from tui_helpers import drive, notes, screen_name, wait_for, workers_done, write_run  # noqa: E402
 
 from console.errors import RunNotFound, SpecError  # noqa: E402
 from console.tui.app import ConsoleApp  # noqa: E402
@@ -29,30 +27,6 @@ def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
 
 
-def drive(app: ConsoleApp, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await body(pilot)
-
-    asyncio.run(main())
-
-
-async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if cond():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not met in time")
-
-
-def screen_name(app: ConsoleApp) -> str:
-    return type(app.screen).__name__
-
-
-def notes(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
 def test_home_lists_runs_and_sees_new_ones(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -60,7 +34,8 @@ def test_home_lists_runs_and_sees_new_ones(tmp_path: Path) -> None:
 
     async def body(pilot: Any) -> None:
         home = app.screen
-        await wait_for(pilot, lambda: home.query_one("#empty-hint").display)
+        await workers_done(pilot, "home-scan")
+        assert home.query_one("#empty-hint").display
         assert "No runs yet" in str(home.query_one("#empty-hint").render())
         write_run(runs, "20261121-223600-demo-l0")  # a run started from the CLI meanwhile
         await wait_for(pilot, lambda: "20261121-223600-demo-l0" in home.rows, timeout=4)
@@ -76,7 +51,7 @@ def test_open_monitor_log_search_filter_wrap_follow(tmp_path: Path) -> None:
     app = ConsoleApp(runs)
 
     async def body(pilot: Any) -> None:
-        await wait_for(pilot, lambda: bool(app.screen.rows))
+        await workers_done(pilot, "home-scan")
         await pilot.press("enter")
         await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
         view = app.screen.query_one("#logview", LogView)
@@ -135,6 +110,35 @@ def test_monitor_follows_a_growing_log_and_state(tmp_path: Path) -> None:
     drive(app, body)
 
 
+def test_step_log_keys_switch_the_followed_log(tmp_path: Path) -> None:
+    """[ and ] show another step's log: a new follower worker; the old one's lines never mix in."""
+    runs = tmp_path / "runs"
+    run = write_run(runs, log_lines=30)
+    (run / "logs/02-second.log").write_text("".join(f"second {i}\n" for i in range(5)))
+    state = json.loads((run / "state.json").read_text())
+    state["steps"].append({**state["steps"][0], "name": "second", "log": "logs/02-second.log"})
+    state["current_step"] = 1
+    (run / "state.json").write_text(json.dumps(state))
+    app = ConsoleApp(runs, open_run=run)
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
+        mon = app.screen
+        view = mon.query_one("#logview", LogView)
+        bar = mon.query_one("#log-bar")
+        await wait_for(pilot, lambda: view.total_lines == 5)
+        assert "logs/02-second.log" in str(bar.render())
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: view.total_lines == 30)
+        assert mon.log_index == 0 and "logs/01-demo-grpo.log" in str(bar.render())
+        assert view.lines[0].startswith("step 1/20") and view.lines[-1].startswith("step 30/20")
+        await pilot.press("right_square_bracket")  # back to the current step's log, followed
+        await wait_for(pilot, lambda: view.total_lines == 5)
+        assert mon.log_index is None and [ln.split()[0] for ln in view.lines] == ["second"] * 5
+
+    drive(app, body)
+
+
 def test_findings_and_rerun_with_fix_confirm(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     failing = write_run(runs, "20261121-223700-demo-l0", status="failed", verdict="Fail", failing=True)
@@ -178,13 +182,77 @@ def test_cancel_running_run_asks_first(tmp_path: Path) -> None:
     app = ConsoleApp(runs)
 
     async def body(pilot: Any) -> None:
-        await wait_for(pilot, lambda: bool(app.screen.rows))
+        await workers_done(pilot, "home-scan")
         await pilot.press("c")
         assert screen_name(app) == "ConfirmDialog"
         await pilot.press("escape")
         assert screen_name(app) == "HomeScreen"
 
     drive(app, body)
+
+
+def _sleeping_run(runs: Path) -> Path:
+    """A real run (supervisor, step process) whose one step sleeps until it is cancelled."""
+    from runs_support import step
+
+    from console.runs.launch import start_run
+    from console.spec import RunSpec
+
+    plan = {"steps": [step("sleep", "import time; time.sleep(120)")]}
+    return start_run(RunSpec(runs_dir=str(runs)), plan=plan)
+
+
+def test_cancel_runs_in_the_apps_worker(tmp_path: Path) -> None:
+    from runs_support import reap_runs
+
+    from console.rundir.state import read_state
+
+    runs = tmp_path / "runs"
+    run = _sleeping_run(runs)
+    app = ConsoleApp(runs, open_run=run)
+    seen: dict[str, Any] = {}
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: getattr(app.screen, "snapshot", None) is not None)
+        await wait_for(pilot, lambda: app.screen.snapshot.status == "running")
+        await pilot.press("c")
+        assert screen_name(app) == "ConfirmDialog"
+        await pilot.press("y")
+        (worker,) = [w for w in app.workers if w.group == "cancel-run"]
+        seen["thread"] = worker.is_running and worker._thread_worker
+        await workers_done(pilot, "cancel-run")
+        seen["state"] = worker.state.name
+
+    try:
+        drive(app, body)
+        assert seen == {"thread": True, "state": "SUCCESS"}
+        assert read_state(run)["status"] == "cancelled"
+        assert any(f"run {run.name} cancelled" in n for n in notes(app))
+    finally:
+        assert reap_runs(runs) == []
+
+
+def test_quit_during_cancel_leaves_the_cancel_to_finish(tmp_path: Path) -> None:
+    from runs_support import reap_runs, wait_finished
+
+    runs = tmp_path / "runs"
+    run = _sleeping_run(runs)
+    app = ConsoleApp(runs, open_run=run)
+    workers: list[Any] = []
+
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: getattr(app.screen, "snapshot", None) is not None)
+        await wait_for(pilot, lambda: app.screen.snapshot.status == "running")
+        await pilot.press("c", "y")
+        workers.extend(w for w in app.workers if w.group == "cancel-run")
+        await pilot.press("q")
+
+    try:
+        drive(app, body)
+        assert [w.state.name for w in workers] == ["CANCELLED"]  # the console did not wait for it
+        assert wait_finished(run, 30)["status"] == "cancelled"  # the child process finished the cancel
+    finally:
+        assert reap_runs(runs) == []
 
 
 def test_quit_never_stops_runs(tmp_path: Path) -> None:
@@ -215,14 +283,13 @@ def test_report_screen_shows_and_saves(tmp_path: Path) -> None:
     app = ConsoleApp(runs)
 
     async def body(pilot: Any) -> None:
-        await wait_for(pilot, lambda: bool(app.screen.rows))
+        await workers_done(pilot, "home-scan")
         await pilot.press("r")
         assert screen_name(app) == "ReportScreen"
         rep = app.screen
-        await wait_for(pilot, lambda: "rendering" not in str(rep.query_one("#report-status").render()))
-        if rep.markdown is None:  # no report back-end and no saved report: says why in one line
-            assert "No report:" in str(rep.query_one("#report-status").render())
-            return
+        await workers_done(pilot, "report")
+        assert "rendering" not in str(rep.query_one("#report-status").render())
+        assert rep.markdown is not None and rep.markdown.startswith("Result: Pass")
         await pilot.press("s")
         assert (run / "report.md").read_text() == rep.markdown
         await pilot.press("escape")
@@ -250,7 +317,8 @@ def test_triage_screen_opens_log_from_prompt(tmp_path: Path) -> None:
         view = tri.query_one("#triage-log", VirtualLogView)
         await wait_for(pilot, lambda: view.line_count == 51)
         assert view.index.line(1) == "line 1"
-        await wait_for(pilot, lambda: "triaging" not in str(tri.query_one("#triage-status").render()))
+        await workers_done(pilot, "triage")
+        assert "triaging" not in str(tri.query_one("#triage-status").render())
         assert tri.result["verdict"] == "Fail"
         detail = str(tri.query_one("#triage-advice").render())
         # cause, evidence line, remedy and advice together (advice was overwritten by the evidence)
@@ -267,6 +335,36 @@ def test_triage_screen_opens_log_from_prompt(tmp_path: Path) -> None:
         assert screen_name(app) == "HomeScreen"
 
     drive(app, body)
+
+
+def test_leaving_triage_cancels_its_worker_and_kills_the_child(tmp_path: Path) -> None:
+    import os
+
+    import psutil
+
+    from console.tui.screens.triage import TriageScreen
+
+    log = tmp_path / "train.log"
+    log.write_text("line 1\n")
+    fifo = tmp_path / "never-written"
+    os.mkfifo(fifo)  # the child blocks reading it: a triage that never ends by itself
+    app = ConsoleApp(tmp_path / "runs")
+    children: list[psutil.Process] = []
+
+    def triage_children() -> list[psutil.Process]:
+        return [p for p in psutil.Process().children(recursive=True) if "triage" in p.cmdline()]
+
+    async def body(pilot: Any) -> None:
+        app.push_screen(TriageScreen([log, fifo]))
+        await wait_for(pilot, lambda: bool(triage_children()))
+        children.extend(triage_children())
+        (worker,) = [w for w in app.workers if w.group == "triage"]
+        await pilot.press("escape")
+        assert screen_name(app) == "HomeScreen" and worker.is_cancelled
+
+    drive(app, body)
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert children and not alive
 
 
 def test_new_run_validates_as_you_type(tmp_path: Path) -> None:
@@ -360,7 +458,6 @@ def test_finding_enter_goes_to_its_line(tmp_path: Path) -> None:
 
 
 def test_rerun_with_fix_starts_a_linked_run(tmp_path: Path) -> None:
-    pytest.importorskip("console.runs.rerun")
     from console.runs.cancel import cancel_run
 
     runs = tmp_path / "runs"
@@ -383,9 +480,8 @@ def test_rerun_with_fix_starts_a_linked_run(tmp_path: Path) -> None:
         await pilot.press("f")
         assert screen_name(app) == "ConfirmDialog"
         await pilot.press("y")
-        await wait_for(
-            pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.run_dir != failing, timeout=15
-        )
+        await workers_done(pilot, "monitor-rerun")
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen" and app.screen.run_dir != failing)
         started.append(app.screen.run_dir)
 
     try:
@@ -401,7 +497,6 @@ def test_rerun_with_fix_starts_a_linked_run(tmp_path: Path) -> None:
 
 
 def test_new_run_touched_areas_preview_preflight_launch(tmp_path: Path) -> None:
-    pytest.importorskip("console.plan")
     from console.plan import recommend_levels, touched_areas
     from console.runs.cancel import cancel_run
 
@@ -413,25 +508,26 @@ def test_new_run_touched_areas_preview_preflight_launch(tmp_path: Path) -> None:
         await pilot.press("n")
         scr = app.screen
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         levels = scr.query_one("#levels")
         assert levels.option_count >= 2  # the catalog's levels, with "required when"/"proves"
         area = touched_areas()[0][0]
         scr.query_one("#touched").select(area)
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert sorted(levels.selected) == recommend_levels("nemo-rl", [area])
         scr.query_one("#framework").value = "demo"
-        await pilot.pause(0.2)
+        await pilot.pause()
         await pilot.press("f2")
-        await wait_for(pilot, lambda: scr.plan is not None, timeout=10)
+        await workers_done(pilot, "newrun-task")
+        assert scr.plan is not None
         preview = str(scr.query_one("#preview").render())
         assert "Commands that will run" in preview and "console.demo.grpo" in preview
         await pilot.press("f3")
-        await wait_for(
-            pilot, lambda: "Preflight:" in str(scr.query_one("#preflight-out").render()), timeout=20
-        )
+        await workers_done(pilot, "newrun-task")
+        assert "Preflight:" in str(scr.query_one("#preflight-out").render())
         await pilot.press("ctrl+l")
-        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen", timeout=20)
+        await workers_done(pilot, "newrun-task")
+        await wait_for(pilot, lambda: screen_name(app) == "MonitorScreen")
         started.append(app.screen.run_dir)
         assert (app.screen.run_dir / "doctor.json").is_file()
 

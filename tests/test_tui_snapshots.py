@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import write_run  # noqa: E402
+from tui_helpers import workers_done, write_run  # noqa: E402
 
 from console.tui.app import ConsoleApp  # noqa: E402
 from console.tui.widgets.logview import LogView  # noqa: E402
@@ -38,11 +38,8 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def settle_home(pilot: Any) -> None:
-    for _ in range(100):
-        if len(pilot.app.screen.rows) == 2:
-            break
-        await pilot.pause(0.05)
-    await pilot.pause(0.2)
+    await workers_done(pilot, "home-scan")
+    assert len(pilot.app.screen.rows) == 2
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -65,7 +62,7 @@ def test_monitor_findings(snap_compare: Any, runs: Path, size: tuple[int, int]) 
                 break
             await pilot.pause(0.05)
         await pilot.press("5")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -81,7 +78,7 @@ def test_monitor_log(snap_compare: Any, runs: Path, size: tuple[int, int]) -> No
                 break
             await pilot.pause(0.05)
         await pilot.press("slash", *"loss=0.1", "enter")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -96,7 +93,7 @@ def test_help(snap_compare: Any, runs: Path) -> None:
 async def open_new_run(pilot: Any) -> Any:
     await settle_home(pilot)
     await pilot.press("n")
-    await pilot.pause(0.3)
+    await pilot.pause()
     return pilot.app.screen
 
 
@@ -105,7 +102,7 @@ def test_new_run_first_question(snap_compare: Any, runs: Path, size: tuple[int, 
     async def before(pilot: Any) -> None:
         await open_new_run(pilot)
         await pilot.press("down", "down", "space")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=size, run_before=before)
 
@@ -117,13 +114,13 @@ def test_new_run_level_proves(snap_compare: Any, runs: Path, level: int) -> None
     async def before(pilot: Any) -> None:
         scr = await open_new_run(pilot)
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         scr.query_one("#touched").select("weight-mapping-refit")
-        await pilot.pause(0.1)
+        await pilot.pause()
         levels = scr.query_one("#levels")
         levels.focus()
         levels.highlighted = level
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=(80, 24), run_before=before)
 
@@ -132,12 +129,12 @@ def test_new_run_level_proves_160x48(snap_compare: Any, runs: Path) -> None:
     async def before(pilot: Any) -> None:
         scr = await open_new_run(pilot)
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         scr.query_one("#touched").select("checkpoint-export")
         levels = scr.query_one("#levels")
         levels.focus()
         levels.highlighted = 1
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=(160, 48), run_before=before)
 
@@ -147,14 +144,14 @@ def test_new_run_variant_and_error_in_own_words(snap_compare: Any, runs: Path, s
     async def before(pilot: Any) -> None:
         scr = await open_new_run(pilot)
         scr.query_one("#framework").value = "nemo-rl"
-        await pilot.pause(0.2)
+        await pilot.pause()
         variants = scr.query_one("#variants")
         variants.focus()
         variants.highlighted = 3
         variants.select("vlm")
-        await pilot.pause(0.1)
+        await pilot.pause()
         await pilot.press("f2")
-        await pilot.pause(0.3)
+        await workers_done(pilot, "newrun-task")
 
     assert snap_compare(ConsoleApp(runs), terminal_size=size, run_before=before)
 
@@ -168,7 +165,7 @@ def test_new_run_demo_variant_then_launch_keys(snap_compare: Any, runs: Path) ->
         variants.focus()
         variants.highlighted = 0
         await pilot.press("space")
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(ConsoleApp(runs), terminal_size=(80, 24), run_before=before)
 
@@ -188,17 +185,14 @@ def test_triage_with_advice(snap_compare: Any, runs: Path, oom_log: Path, size: 
     app = ConsoleApp(runs, open_log=oom_log)
 
     async def before(pilot: Any) -> None:
-        for _ in range(200):
-            scr = pilot.app.screen
-            if (
-                type(scr).__name__ == "TriageScreen"
-                and scr.result is not None
-                and scr.query_one("#triage-log").index.scan_done
-            ):
+        await workers_done(pilot, "triage")
+        assert pilot.app.screen.result is not None
+        for _ in range(200):  # the index worker follows the file on: it never ends, its scan does
+            if pilot.app.screen.query_one("#triage-log").index.scan_done:
                 break
             await pilot.pause(0.05)
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -214,7 +208,7 @@ def test_monitor_metrics(snap_compare: Any, runs: Path, size: tuple[int, int]) -
                 break
             await pilot.pause(0.05)
         await pilot.press("3")
-        await pilot.pause(0.4)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -229,11 +223,7 @@ def test_report(snap_compare: Any, runs: Path, size: tuple[int, int]) -> None:
                 break
             await pilot.pause(0.05)
         await pilot.press("r")
-        for _ in range(100):
-            scr = pilot.app.screen
-            if type(scr).__name__ == "ReportScreen" and scr.markdown is not None:
-                break
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await workers_done(pilot, "report")
+        assert pilot.app.screen.markdown is not None
 
     assert snap_compare(app, terminal_size=size, run_before=before)

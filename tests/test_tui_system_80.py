@@ -4,7 +4,6 @@ events.jsonl written the way the Slurm sampler and the local GPU sampler write i
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from textual.geometry import Region
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import write_run  # noqa: E402
+from tui_helpers import drive, wait_for, write_run  # noqa: E402
 
 from console.events import Event  # noqa: E402
 from console.monitor.gpu import GpuDevice, GpuProc, GpuSnapshot  # noqa: E402
@@ -107,29 +106,22 @@ def _system_tab(tmp_path: Path, events: list[Event], ready: str) -> dict[str, An
     app = ConsoleApp(tmp_path / "runs", open_run=run)
     seen: dict[str, Any] = {}
 
-    async def main() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(200):
-                if type(app.screen).__name__ == "MonitorScreen" and app.screen.snapshot is not None:
-                    break
-                await pilot.pause(0.05)
-            await pilot.press("4")
-            for _ in range(200):
-                panels = {name: app.screen.query_one(f"#{name}-panel") for name in ("gpu", "host")}
-                text = str(panels["gpu"].render())
-                if ready in text and all(p.content_region.width for p in panels.values()):
-                    break
-                await pilot.pause(0.05)
-            await pilot.pause(0.2)
-            for name, panel in panels.items():
-                shown = panel.render_lines(Region(0, 0, panel.size.width, panel.size.height))
-                seen[name] = (
-                    str(panel.render()),
-                    [strip.text.rstrip() for strip in shown],
-                    panel.region.right,
-                )
+    async def body(pilot: Any) -> None:
+        await wait_for(pilot, lambda: getattr(app.screen, "snapshot", None) is not None)
+        await pilot.press("4")
+        panels = {name: app.screen.query_one(f"#{name}-panel") for name in ("gpu", "host")}
+        await wait_for(
+            pilot,
+            lambda: (
+                ready in str(panels["gpu"].render()) and all(p.content_region.width for p in panels.values())
+            ),
+        )
+        await pilot.pause()
+        for name, panel in panels.items():
+            shown = panel.render_lines(Region(0, 0, panel.size.width, panel.size.height))
+            seen[name] = (str(panel.render()), [strip.text.rstrip() for strip in shown], panel.region.right)
 
-    asyncio.run(main())
+    drive(app, body)
     return seen
 
 

@@ -6,12 +6,14 @@ for a back-end: the console only ever reads these files.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import json
 import subprocess
 import sys
-import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -177,5 +179,44 @@ def write_run(
     return run
 
 
-def now() -> float:
-    return time.time()
+# -- driving the app (Textual's pilot) --------------------------------------------------------------
+def drive(app: Any, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:
+    """Run ``app`` headless at ``size`` and ``body(pilot)`` in it."""
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await body(pilot)
+
+    asyncio.run(main())
+
+
+async def workers_done(pilot: Any, *groups: str) -> None:
+    """Wait for the app's workers of ``groups`` (one-shot work: plan, preflight, report, triage...) to
+    end, then for the screen to handle what they posted."""
+    await pilot.pause()  # the key or message that starts the work is handled
+    workers = [w for w in pilot.app.workers if w.group in groups]
+    if workers:  # none: done already (an empty list would wait for every worker, the endless ones too)
+        await pilot.app.workers.wait_for_complete(workers)
+    await pilot.pause()
+
+
+async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    """For what no worker's end marks: a message of a worker that polls on (the monitor's snapshots
+    and log lines, the Home's rescans), a screen pushed after a key."""
+    for _ in range(int(timeout / 0.05)):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def screen_name(app: Any) -> str:
+    return type(app.screen).__name__
+
+
+def notes(app: Any) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+def text_of(widget: Any) -> str:
+    return str(widget.render())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +122,38 @@ TOUCHED_KEYS: dict[str, tuple[type, bool]] = {
 
 
 class CatalogError(ConsoleError):
-    """A catalog data file does not match its schema."""
+    """A catalog data file cannot be read or does not match its schema (one line: file and reason)."""
+
+
+def load_toml(name_or_path: str | Path, shape: Any = None) -> dict[str, Any]:
+    """A TOML data file as a dict: a bare name (``"doctor"``, ``"slurm.toml"``) is a file of this
+    catalog folder, anything else a path. Parsed once per file version (path, mtime, size); treat the
+    dict as read-only. Missing, unreadable or malformed: a ``CatalogError`` naming the file and why.
+    ``shape`` (a TypedDict of ``console.catalog.schema``): checked against it once per version too,
+    an unknown key or a wrong type a ``CatalogError`` naming the file and the key."""
+    path = Path(name_or_path)
+    if not isinstance(name_or_path, Path) and path.name == str(name_or_path):
+        path = CATALOG_DIR / (path.name if path.suffix == ".toml" else f"{path.name}.toml")
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return _parse_toml(path, stat.st_mtime_ns, stat.st_size, shape)
+
+
+@lru_cache(maxsize=64)
+def _parse_toml(path: Path, _mtime_ns: int, _size: int, shape: Any = None) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    if shape is not None:
+        from console.catalog.schema import validate  # it imports CatalogError from here
+
+        validate(data, shape, path.name)
+    return data
 
 
 @dataclass(frozen=True)
@@ -429,11 +460,7 @@ def load_framework(name: str) -> FrameworkCatalog:
     path = catalog_path(name)
     if name not in known_frameworks():
         raise CatalogError(f"unknown framework {name!r} (known: {', '.join(known_frameworks())})")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path.name}: {exc}") from exc
-    cat = parse_framework(data, path.name)
+    cat = parse_framework(load_toml(path), path.name)
     if cat.name != name:
         raise CatalogError(f"{path.name}: [framework] name is {cat.name!r}, expected {name!r}")
     return cat
@@ -442,11 +469,11 @@ def load_framework(name: str) -> FrameworkCatalog:
 @cache
 def load_guidance() -> tuple[TouchedArea, ...]:
     """The "what did your change touch?" answers and the levels each framework requires for them."""
-    path = CATALOG_DIR / "guidance.toml"
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    from console.catalog.schema import GuidanceCatalog
+
     areas = []
-    for raw in data.get("touched", []):
-        t = _check(raw, TOUCHED_KEYS, f"{path.name} [[touched]]")
+    for raw in load_toml("guidance", GuidanceCatalog).get("touched", []):
+        t = _check(raw, TOUCHED_KEYS, "guidance.toml [[touched]]")
         levels = {fw: tuple(int(n) for n in t[fw]) for fw in ("nemo-rl", "verl", "demo")}
         areas.append(TouchedArea(id=t["id"], label=t["label"], levels=levels))
     return tuple(areas)

@@ -183,7 +183,8 @@ def handler_for(command: str) -> Handler:  # noqa: PLR0911 - one branch a comman
     if command in ("run", "ls", "show", "attach", "cancel", "demo", "replay"):
         from console.cli import runs
 
-        return getattr(runs, f"cmd_{command}")
+        handler: Handler = getattr(runs, f"cmd_{command}")
+        return handler
     if command == "triage":
         from console.cli.triage import cmd_triage
 

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from console.compare import VERDICT_EXIT, compare_runs
 from console.compare.render import text
 from console.compare.tolerances import parse_tolerance
-from console.runs.store import RunStore
-from console.spec import default_runs_dir
+from console.runs.store import RunStore, runs_dir_from
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    store = RunStore(Path(args.runs_dir or default_runs_dir()).expanduser())
+    store = RunStore(runs_dir_from(args.runs_dir))
     tolerances = [parse_tolerance(t) for t in args.tolerance or []]
     base, cand = store.resolve(args.baseline), store.resolve(args.candidate)
     result = compare_runs(base, cand, tolerances, args.last_k)

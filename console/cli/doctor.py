@@ -11,25 +11,17 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from console import exitcodes
+from console.commandtext import remedy_text
+from console.doctor.model import DoctorResult
 from console.doctor.registry import run_doctor
-from console.spec import RunSpec, spec_from_args
+from console.spec import spec_from_args
 
 _MARK = {"ok": "ok", "warn": "WARN", "block": "BLOCK"}
 
 
-def build_plan_if_available(spec: RunSpec) -> Any:
-    """The plan builder's Plan when it exists; its SpecError (bad spec) propagates as exit 2."""
-    try:
-        from console.plan import build_plan  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return build_plan(spec)
-
-
-def format_table(result: dict[str, Any], width: int | None = None) -> str:
+def format_table(result: DoctorResult, width: int | None = None) -> str:
     width = width or max(60, min(shutil.get_terminal_size((100, 20)).columns, 140))
     id_w = max(len(c["id"]) for c in result["checks"]) if result["checks"] else 10
     lines = [f"{'CHECK':<{id_w}}  {'STATUS':<6}  EVIDENCE"]
@@ -45,19 +37,11 @@ def format_table(result: dict[str, Any], width: int | None = None) -> str:
                 "advice: " + check["advice"], width=max(20, width - len(indent)), break_on_hyphens=False
             ):
                 lines.append(indent + text)
-            remedy = _remedy_text(check["remedy"])
+            remedy = remedy_text(check["remedy"])
             if remedy:
                 lines.append(indent + "remedy: " + remedy)
     lines.append(f"verdict: {result['verdict']}")
     return "\n".join(lines)
-
-
-def _remedy_text(remedy: dict[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in remedy.get("env", {}).items()]
-    parts += [f"unset {n}" for n in remedy.get("unset", [])]
-    parts += list(remedy.get("overrides", []))
-    parts += [" ".join(c) for c in remedy.get("commands", [])]
-    return "; ".join(parts)
 
 
 @contextlib.contextmanager
@@ -89,13 +73,15 @@ def progress_line(what: str) -> Iterator[None]:
         sys.stderr.flush()
 
 
-def exit_code(result: dict[str, Any]) -> int:
+def exit_code(result: DoctorResult) -> int:
     return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from console.plan import build_plan
+
     spec = spec_from_args(args)
-    plan = build_plan_if_available(spec)
+    plan = build_plan(spec)  # a bad spec: its SpecError, exit 2
     with progress_line("doctor: running preflight checks"):
         result = run_doctor(spec, plan)
     if getattr(args, "json", False):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 
+from console.commandtext import command_line
 from console.plan.builder import build_plan
 from console.plan.model import Plan
 from console.plan.render import render_sh
-from console.redact import redact_env, redact_text
+from console.redact import redact_text
 from console.spec import spec_from_args
 
 
@@ -24,10 +24,9 @@ def render_text(plan: Plan) -> str:
         lvl = "" if s.level is None else f" L{s.level}"
         lines.append(f"{i:02d} {s.name}{lvl} [{s.kind}/{s.deliverable}] gpus={s.gpus}")
         lines.append(f"   cwd: {s.cwd}")
-        env = redact_env(s.env)
-        if env:
-            lines.append("   env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()))
-        lines.append("   $ " + redact_text(shlex.join(s.argv)))
+        env = command_line({"env": s.env, "unset": s.unset})  # "env -u NAME KEY=VALUE", or ""
+        lines += [f"   {env}"] if env else []
+        lines.append("   $ " + command_line(s.argv))
     return "\n".join(lines) + "\n"
 
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from console.report import render_json, render_markdown, write_report
 from console.runs.recover import current_state
-from console.runs.store import RunStore
-from console.spec import default_runs_dir
+from console.runs.store import RunStore, runs_dir_from
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``rl-console report RUN [--format md|json] [--recompute]``."""
-    run_dir = RunStore(Path(args.runs_dir or default_runs_dir()).expanduser()).resolve(args.run)
+    run_dir = RunStore(runs_dir_from(args.runs_dir)).resolve(args.run)
     current_state(run_dir)  # a run whose supervisor is lost is settled before it is reported
     data = render_json(run_dir, recompute=bool(getattr(args, "recompute", False)))
     if args.format == "json":

@@ -6,6 +6,7 @@ Each has the signature ``(args: argparse.Namespace) -> int`` (the exit code).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from console import exitcodes
+from console.doctor.model import DoctorResult
 from console.errors import ConsoleError, SpecError
 from console.fileio import runs_folder_problem
 from console.rundir.state import is_finished, read_state
@@ -20,12 +22,12 @@ from console.runs.cancel import cancel_run
 from console.runs.follow import follow_run
 from console.runs.launch import start_run
 from console.runs.recover import current_state
-from console.runs.store import RunStore
-from console.spec import RunSpec, default_runs_dir, spec_from_args
+from console.runs.store import RunStore, runs_dir_from
+from console.spec import RunSpec, make_spec, spec_from_args
 
 
 def _runs_dir(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "runs_dir", None) or default_runs_dir()).expanduser()
+    return runs_dir_from(getattr(args, "runs_dir", None))
 
 
 def _exit_for(run_dir: Path) -> int:
@@ -37,13 +39,10 @@ def _exit_for(run_dir: Path) -> int:
 def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
     """Follow a run: the TUI's monitor when it is there and not ``headless``; else headless lines."""
     if not headless:
-        try:
-            from console.tui.launch import open_run
-        except ImportError:
-            open_run = None
-        if open_run is not None:
-            open_run(run_dir, runs_dir)
-            return _exit_for(run_dir)
+        from console.tui.launch import open_run
+
+        open_run(run_dir, runs_dir)
+        return _exit_for(run_dir)
     try:
         return follow_run(run_dir)
     except KeyboardInterrupt:
@@ -56,11 +55,9 @@ def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
         return exitcodes.DETACHED
 
 
-def _doctor(spec: RunSpec, plan: Any) -> dict[str, Any] | None:
-    try:
-        from console.doctor.preflight import blocks, preflight
-    except ImportError:
-        return None
+def _doctor(spec: RunSpec, plan: Any) -> DoctorResult:
+    from console.doctor.preflight import blocks, preflight
+
     result = preflight(spec, plan, None)
     if blocks(result):
         for check in result.get("checks", []):
@@ -99,12 +96,10 @@ def _start(spec: RunSpec, args: argparse.Namespace, plan: Any = None, doctor: bo
     result = _doctor(spec, plan) if doctor and not getattr(args, "no_doctor", False) else None
     run_dir = start_run(spec, plan=plan)
     if result is not None:
-        try:
-            from console.doctor.preflight import write_doctor_json
+        from console.doctor.preflight import write_doctor_json
 
+        with contextlib.suppress(OSError):
             write_doctor_json(run_dir, result)
-        except (ImportError, OSError):
-            pass
     return run_dir
 
 
@@ -124,9 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from console.plan import build_plan
 
-    spec = RunSpec(
-        framework="demo", levels=[0], variants=list(args.variants or []), runs_dir=str(_runs_dir(args))
-    )
+    spec = make_spec({"framework": "demo", "variants": args.variants, "runs_dir": str(_runs_dir(args))})
     if args.device:
         if args.device not in ("auto", "cpu", "cuda"):
             raise SpecError(f"--device {args.device!r}: expected cpu, cuda or auto")

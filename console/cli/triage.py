@@ -9,13 +9,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from console import exitcodes
+from console.commandtext import remedy_text
 from console.errors import ConsoleError
 
+if TYPE_CHECKING:
+    from console.triage.model import TriageResult
 
-def _print_human(res: dict[str, Any]) -> None:
+
+def _print_human(res: TriageResult) -> None:
     prog = res.get("progress") or {}
     step = prog.get("step")
     where = f", step {step}/{prog.get('total') or '?'}" if step is not None else ""
@@ -26,12 +31,9 @@ def _print_human(res: dict[str, Any]) -> None:
         print(f"Primary: {p['class']} ({p['verdict']}) at {loc}: {p['evidence']}")
         print(likely_line(res))
         print(f"Advice: {p['advice']}")
-        r = p.get("remedy") or {}
-        parts = [f"unset {u}" for u in r.get("unset") or []]
-        parts += [f"{k}={v}" for k, v in (r.get("env") or {}).items()]
-        parts += list(r.get("overrides") or [])
-        if parts:
-            print("Remedy: " + " ".join(parts))
+        fix = remedy_text(p.get("remedy"))
+        if fix:
+            print("Remedy: " + fix)
     others = [
         f for f in res.get("findings") or [] if not p or f["line"] != p["line"] or f["class"] != p["class"]
     ]
@@ -43,7 +45,7 @@ def _print_human(res: dict[str, Any]) -> None:
             )
 
 
-def likely_line(res: dict[str, Any]) -> str:
+def likely_line(res: Mapping[str, Any]) -> str:
     """ "likely X (confidence c, lines ...); also consistent with Y, Z" for the primary finding."""
     p = res.get("primary") or {}
     lines = ", ".join(str(n) for n in (p.get("lines") or [p.get("line")])[:6])

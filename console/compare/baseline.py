@@ -193,12 +193,12 @@ def run_with_baseline(spec: RunSpec, args: argparse.Namespace, start: Starter) -
         cand_spec.extra["baseline_role"] = "candidate"
 
         current = base_dir = start(base_spec, args, base_plan)
-        update_state(base_dir, lambda s: s.update(baseline_of_ref=ref))
+        update_state(base_dir, lambda s: s.update({"baseline_of_ref": ref}))
         _follow(base_dir, f"baseline (Bridge at {ref} = {commit[:12]})")
         cand_spec.extra["baseline_run"] = base_dir.name
         current = cand_dir = start(cand_spec, args, cand_plan)
-        update_state(cand_dir, lambda s: s.update(baseline_run=base_dir.name))
-        update_state(base_dir, lambda s: s.update(candidate_run=cand_dir.name))
+        update_state(cand_dir, lambda s: s.update({"baseline_run": base_dir.name}))
+        update_state(base_dir, lambda s: s.update({"candidate_run": cand_dir.name}))
         _follow(cand_dir, "candidate (Bridge as is)")
         current = None
     except KeyboardInterrupt:

@@ -154,7 +154,7 @@ def gpu_rows(a: RunSeries, b: RunSeries, rules: Rules) -> list[dict[str, Any]]:
         rows.append(
             {
                 "device": index,
-                "name": (pb or pa).name if (pb or pa) else "?",
+                "name": peak.name if (peak := pb or pa) else "?",
                 "baseline_bytes": base,
                 "candidate_bytes": cand,
                 "delta_bytes": delta,

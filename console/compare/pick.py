@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from console.fileio import read_json
+from console.runs.store import RunStore
 
 
 def _key(run_dir: Path) -> tuple[str, tuple[int, ...], str] | None:
@@ -29,14 +30,7 @@ def pair_with_latest_peer(runs_dir: Path, run_dir: Path) -> tuple[Path, Path] | 
     key = _key(run_dir)
     if key is None:
         return None
-    try:
-        others = [
-            p.resolve()
-            for p in Path(runs_dir).iterdir()
-            if p.is_dir() and not p.name.startswith(".") and (p / "state.json").is_file()
-        ]
-    except OSError:
-        return None
+    others = [p.resolve() for p in RunStore(runs_dir).run_dirs()]
     peers = [p for p in others if p != run_dir and _key(p) == key]
     if not peers:
         return None

@@ -6,6 +6,7 @@ different experiment (``config``), the seed (``seed``), or context (``info``).""
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,12 @@ class RunFacts:
         return {k: v for k, v in self.__dict__.items()}
 
 
-def _steps_logs(state: dict[str, Any]) -> dict[str, Any]:
+def _steps_logs(state: Mapping[str, Any]) -> dict[str, Any]:
     return {"steps": {s.get("name"): {"log": s.get("log")} for s in state.get("steps") or []}}
 
 
 def _git_line(
-    run_dir: Path, plan: dict[str, Any], state: dict[str, Any], path: str | None, which: str
+    run_dir: Path, plan: dict[str, Any], state: Mapping[str, Any], path: str | None, which: str
 ) -> str | None:
     """'<commit> plus dirty files ...' as the report writes it, from the plan's git steps' logs."""
     from console.report import _repo_state  # the report's own reading of the git steps

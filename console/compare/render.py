@@ -58,13 +58,13 @@ def _tol(row: dict[str, Any]) -> str:
 
 def metric_table(r: dict[str, Any]) -> list[tuple[str, ...]]:
     """Rows: metric, baseline, candidate, delta, rel delta, first divergence, tolerance, status."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for row in r["metrics"]:
         status = ("ok" if row["within"] else "MOVED") if row["judged"] else "info"
         div = str(row["first_divergence"]) if row["first_divergence"] is not None else "-"
         out.append(
             (
-                row["key"],
+                str(row["key"]),
                 num(row["baseline_mean"]),
                 num(row["candidate_mean"]),
                 num(row["delta"]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,14 +27,12 @@ class GpuPeak:
     index: str
     name: str
     peak_bytes: float
-    total_bytes: float | None
 
 
 @dataclass
 class RunSeries:
     curves: dict[str, dict[int, float]] = field(default_factory=dict)
     gpu: dict[str, GpuPeak] = field(default_factory=dict)
-    host_mem_total: float | None = None
     source: str = "none"  # where the curves came from, for the report
 
     @property
@@ -68,7 +66,7 @@ def _points(series: dict[str, Any]) -> dict[int, float]:
     return points
 
 
-class _JsonCurves(dict):
+class _JsonCurves(dict[str, dict[Any, Any]]):
     """``{tag: {step: value}}`` over a metrics.json dict, converting a tag only when it is asked for
     (a comparison reads a dozen of its hundreds of tags)."""
 
@@ -89,7 +87,7 @@ def _from_metrics_json(data: Any) -> dict[str, dict[int, float]]:
     return _JsonCurves(data) if isinstance(data, dict) else {}
 
 
-def _outside_metrics_json(run_dir: Path, state: dict[str, Any]) -> tuple[Any, str] | None:
+def _outside_metrics_json(run_dir: Path, state: Mapping[str, Any]) -> tuple[Any, str] | None:
     """A train step's metrics_json outside the run folder, unless rewritten after the run ended."""
     plan = read_json(run_dir / "plan.json", {}) or {}
     ended = state.get("ended")
@@ -136,10 +134,6 @@ def load_series(run_dir: Path) -> RunSeries:
         elif kind == "gpu":
             for dev in obj.get("devices") or []:
                 _note_gpu(out, dev)
-        elif kind == "host":
-            total = _number(obj.get("mem_total"))
-            if total:
-                out.host_mem_total = total
     if parsed:
         out.curves.update(parsed)
         out.source = out.source + " + log" if out.source != "none" else "log"
@@ -160,14 +154,14 @@ def _gpu_from_ray_metrics(out: RunSeries) -> None:
         values = [v for v in out.curves[tag].values() if not math.isnan(v)]
         if values:
             index = f"node{m.group(1)}.{m.group(2)}"
-            out.gpu[index] = GpuPeak(index, "(ray metrics)", max(values) * 1024**3, None)
+            out.gpu[index] = GpuPeak(index, "(ray metrics)", max(values) * 1024**3)
 
 
-_KINDS = {b'"metrics"': "metrics", b'"gpu"': "gpu", b'"host"': "host"}
+_KINDS = {b'"metrics"': "metrics", b'"gpu"': "gpu"}
 
 
 def _wanted_events(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The metrics, gpu and host events of ``events.jsonl``, streamed: a line that does not even
+    """The metrics and gpu events of ``events.jsonl``, streamed: a line that does not even
     hold one of those words (progress, phase, finding, ...) is never parsed."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below; a missing file is no events
@@ -193,6 +187,6 @@ def _note_gpu(out: RunSeries, dev: dict[str, Any]) -> None:
         return
     peak = out.gpu.get(index)
     if peak is None:
-        out.gpu[index] = GpuPeak(index, str(dev.get("name") or "?"), used, _number(dev.get("mem_total")))
+        out.gpu[index] = GpuPeak(index, str(dev.get("name") or "?"), used)
     elif used > peak.peak_bytes:
         peak.peak_bytes = used

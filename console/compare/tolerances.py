@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field, replace
-from functools import cache
-from pathlib import Path
 from typing import Any
 
+from console.catalog.schema import CompareCatalog, load_checked
 from console.errors import SpecError
-
-CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "compare.toml"
 
 
 @dataclass(frozen=True)
@@ -60,10 +56,9 @@ class Rules:
     change_variants: list[str] = field(default_factory=list)
 
 
-@cache
-def _catalog() -> dict[str, Any]:
-    with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
+def _catalog() -> CompareCatalog:
+    catalog: CompareCatalog = load_checked("compare", CompareCatalog)
+    return catalog
 
 
 def known_frameworks() -> list[str]:

@@ -160,7 +160,7 @@ def grpo_step(
         kl = torch.exp(log_r) - log_r - 1
         loss = (pg + cfg.kl_beta * kl).mean()
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
         opt.step()
         losses.append(loss.item())

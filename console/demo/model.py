@@ -27,8 +27,9 @@ class TinyPolicy(nn.Module):
         n = tokens.shape[1]
         pos = torch.arange(n, device=tokens.device)
         h = self.tok(tokens) + self.pos(pos)[None]
-        h = self.blocks(h, mask=self.causal_mask[:n, :n], is_causal=True)
-        return self.head(self.norm(h))
+        h = self.blocks(h, mask=self.get_buffer("causal_mask")[:n, :n], is_causal=True)
+        logits: torch.Tensor = self.head(self.norm(h))
+        return logits
 
 
 def answer_logprobs(policy: nn.Module, seqs: torch.Tensor, prompt_len: int) -> torch.Tensor:

@@ -1,16 +1,11 @@
-"""The doctor's data file (console/catalog/doctor.toml), loaded once."""
+"""The doctor's data file (console/catalog/doctor.toml), read once per version and checked against
+``DoctorCatalog`` (console/catalog/schema.py)."""
 
 from __future__ import annotations
 
-import functools
-import tomllib
-from pathlib import Path
-from typing import Any
-
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "catalog" / "doctor.toml"
+from console.catalog.schema import DoctorCatalog, load_checked
 
 
-@functools.lru_cache(maxsize=1)
-def doctor_catalog() -> dict[str, Any]:
-    with CATALOG_PATH.open("rb") as fh:
-        return tomllib.load(fh)
+def doctor_catalog() -> DoctorCatalog:
+    catalog: DoctorCatalog = load_checked("doctor", DoctorCatalog)
+    return catalog

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.catalog.schema import DoctorCatalog
 from console.doctor.catalog import doctor_catalog
+from console.rundir.paths import fill_run_dir
 from console.spec import RunSpec
 
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -48,10 +50,12 @@ def plan_dict(plan: Any) -> dict[str, Any] | None:
     to_dict = getattr(plan, "to_dict", None)
     if not callable(to_dict):
         return None
+    d: dict[str, Any]
     try:
-        return to_dict(redact=False)  # the real env (secrets included) for the probes; output is redacted
+        d = to_dict(redact=False)  # the real env (secrets included) for the probes; output is redacted
     except TypeError:
-        return to_dict()
+        d = to_dict()
+    return d
 
 
 def expand(value: str, env: Mapping[str, str]) -> str:
@@ -82,7 +86,7 @@ class DoctorContext:
     cwd: str | None
     python: str
     gpus_needed: int
-    catalog: dict[str, Any] = field(default_factory=doctor_catalog)
+    catalog: DoctorCatalog = field(default_factory=doctor_catalog)
     # probes shared by several checks (the run's interpreter), computed once under the lock
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -160,7 +164,7 @@ class DoctorContext:
 
 
 def _main_step(plan: dict[str, Any] | None) -> dict[str, Any] | None:
-    steps = list((plan or {}).get("steps") or [])
+    steps: list[dict[str, Any]] = list((plan or {}).get("steps") or [])
     for kind in ("train", "check"):
         for step in steps:
             if step.get("kind") == kind and (step.get("env") or {}).get("PYTHONPATH"):
@@ -208,11 +212,11 @@ def build_context(
     unset: list[str] = []
     cwd = str(Path(spec.repo).expanduser()) if spec.repo else None
     if step is not None:
-        rd = str(run_dir) if run_dir else ""
+        rd = run_dir or ""
         for key, value in (step.get("env") or {}).items():
-            step_env[key] = expand(str(value).replace("{run_dir}", rd), base)
+            step_env[key] = expand(fill_run_dir(str(value), rd), base)
         unset = list(step.get("unset") or [])
-        cwd = (step.get("cwd") or cwd or "").replace("{run_dir}", rd) or None
+        cwd = fill_run_dir(step.get("cwd") or cwd or "", rd) or None
     if "PYTHONPATH" not in step_env and spec.framework != "demo":
         step_env["PYTHONPATH"] = fallback_pythonpath(spec, base)
     env = {**base, **step_env}

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.doctor.context import DoctorContext
+from console.doctor.model import Check
 from console.doctor.result import finding, make_remedy
 from console.monitor.nvml import DeviceIds, Nvml, text, visible_indexes
 
@@ -14,7 +15,7 @@ GPUS_ID = "gpus"
 ROCM_NAMES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
 
-def check_visible_devices(ctx: DoctorContext) -> dict[str, Any]:
+def check_visible_devices(ctx: DoctorContext) -> Check:
     """ROCm/HIP variables next to CUDA's, graded per framework (doctor.toml says which code raises what)."""
     rocm = [n for n in ROCM_NAMES if ctx.env.get(n) is not None]
     cuda = ctx.env.get("CUDA_VISIBLE_DEVICES")
@@ -109,7 +110,7 @@ def _visible(gpus: list[Gpu], cuda_visible: str | None) -> list[Gpu]:
     return [by_index[i] for i in visible_indexes(cuda_visible, ids)]
 
 
-def check_gpus(ctx: DoctorContext) -> dict[str, Any]:
+def check_gpus(ctx: DoctorContext) -> Check:
     reading = (ctx.probes.gpus or read_nvml)()
     need = ctx.gpus_needed
     if reading.error:

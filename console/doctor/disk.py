@@ -7,10 +7,10 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from console.doctor.context import DoctorContext, existing_ancestor
 from console.doctor.hf import hf_home, hub_cache, local_model_path, snapshot_dir, verl_model_path
+from console.doctor.model import Check
 from console.doctor.result import Item, combine
 from console.fileio import runs_folder_problem
 
@@ -85,7 +85,7 @@ def _fmt(n: float) -> str:
     return f"{n / GIB:.1f} GiB" if n >= GIB / 10 else f"{n / 1024**2:.1f} MiB"
 
 
-def check_disk_space(ctx: DoctorContext) -> dict[str, Any]:
+def check_disk_space(ctx: DoctorContext) -> Check:
     disk = ctx.catalog["disk"]
     floors = disk["min_free_gib"]
     groups: dict[object, list[Place]] = {}

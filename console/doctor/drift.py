@@ -7,10 +7,12 @@ the checkouts' own commits.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.gitinfo import full_head
+from console.doctor.model import Check
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding
 from console.plan.resolve import load_manifest
 
@@ -27,12 +29,12 @@ def verified_line(framework: str, repo: Any, bridge: Any) -> str:
     ]
     ref = ", ".join(f"{name} {str(info.get('commit') or '?')[:12]}" for name, info, _ in pairs)
     mine = ", ".join(
-        f"{name} {(full_head(str(path)) or '?')[:12] if path else 'not given'}" for name, _, path in pairs
+        f"{name} {(full_head(Path(path)) or '?')[:12] if path else 'not given'}" for name, _, path in pairs
     )
     return f"catalog verified against upstream {ref}; checkouts here: {mine}"
 
 
-def check_catalog_drift(ctx: DoctorContext) -> dict[str, Any]:
+def check_catalog_drift(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     drift = list((ctx.plan or {}).get("drift") or [])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
+from console.catalog.schema import WrapperModel
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import python_argv
+from console.doctor.model import Check, Remedy
 from console.doctor.probe import MARKER, ProbeResult, run_probe
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, advice_for, combine, finding, make_remedy
 
@@ -80,7 +81,7 @@ def verl_model_path(ctx: DoctorContext) -> Path | None:
     return ctx.path_setting("MODEL_PATH", ctx.catalog["paths"]["verl_model_path"])
 
 
-def pin_remedy(ctx: DoctorContext, path: Path) -> dict[str, Any]:
+def pin_remedy(ctx: DoctorContext, path: Path) -> Remedy:
     """Switch the run to the snapshot path, offline."""
     if ctx.framework == "nemo-rl":
         return make_remedy(
@@ -105,7 +106,8 @@ def step_models(ctx: DoctorContext) -> dict[str, list[str]]:
     Which model a wrapper uses is upstream fact ([wrapper_models] in doctor.toml, with the commit);
     a `key=value` later in the step's argv (the catalog's, --model's, the user's) or the wrapper's
     variable in the step's environment replaces it."""
-    table = {w["script"]: w["models"] for w in ctx.catalog["wrapper_models"].get(ctx.framework, [])}
+    scripts = ctx.catalog["wrapper_models"].get(ctx.framework, [])  # a list, except for "verified"
+    table = {w["script"]: w["models"] for w in scripts} if isinstance(scripts, list) else {}
     out: dict[str, list[str]] = {}
     for step in ctx.steps():
         if step.get("kind") != "train":
@@ -113,7 +115,9 @@ def step_models(ctx: DoctorContext) -> dict[str, list[str]]:
         argv = [str(a) for a in step.get("argv") or []]
         env = {**ctx.env, **{k: str(v) for k, v in (step.get("env") or {}).items()}}
         script = next((a for a in argv if a.endswith(".sh")), None)
-        entries = table.get(script or "", [{"role": "policy", "key": "policy.model_name"}])
+        entries: list[WrapperModel] = table.get(
+            script or "", [{"role": "policy", "key": "policy.model_name"}]
+        )
         for entry in entries:
             model = (
                 (_override(argv, entry["key"]) if entry.get("key") else None)
@@ -136,7 +140,7 @@ def _load(ctx: DoctorContext, paths: list[Path]) -> tuple[ProbeResult, str]:
     return probe, label
 
 
-def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
+def check_hf_snapshot(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     if ctx.framework == "nemo-rl":
@@ -144,8 +148,8 @@ def check_hf_snapshot(ctx: DoctorContext) -> dict[str, Any]:
         if len(models) > 1:
             return check_models(ctx, models)
         if models:
-            model, steps = next(iter(models.items()))
-            return check_one(ctx, model, f" ({', '.join(steps)})")
+            first, steps = next(iter(models.items()))
+            return check_one(ctx, first, f" ({', '.join(steps)})")
     model = ctx.model()
     if ctx.framework == "verl" and not ctx.spec.model and not ctx.setting("MODEL_ID"):
         model = next(iter(step_models(ctx)), None) or model
@@ -160,7 +164,7 @@ def _offline(ctx: DoctorContext) -> bool:
     ) not in ("", "0")
 
 
-def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, Any]:
+def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> Check:
     """Several models (one per selected level's wrapper): each must be in the cache and load offline."""
     cache = hub_cache(ctx.env)
     offline = _offline(ctx)
@@ -182,13 +186,13 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
         probe, label = _load(ctx, list(found.values()))
         answers = (probe.payload or {}).get("paths") or {}
         for model, path in found.items():
-            steps = ", ".join(models[model])
+            used_by = ", ".join(models[model])
             answer = answers.get(str(path))
             if probe.payload and "no_transformers" in probe.payload:
                 items.append(
                     Item(
                         "no_transformers",
-                        f"{model} ({steps}) at {path}: {probe.payload['no_transformers']}",
+                        f"{model} ({used_by}) at {path}: {probe.payload['no_transformers']}",
                         facts={"python": label},
                     )
                 )
@@ -196,7 +200,7 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
                 items.append(
                     Item(
                         "broken",
-                        f"{model} ({steps}) at {path}: no answer ({probe.problem()})",
+                        f"{model} ({used_by}) at {path}: no answer ({probe.problem()})",
                         facts={"path": str(path)},
                     )
                 )
@@ -204,7 +208,7 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
                 items.append(
                     Item(
                         "broken" if offline else "incomplete",
-                        f"{model} ({steps}) at {path}: {answer['error']}",
+                        f"{model} ({used_by}) at {path}: {answer['error']}",
                         facts={"path": str(path)},
                     )
                 )
@@ -212,7 +216,7 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
                 items.append(
                     Item(
                         "ok",
-                        f"{model} ({steps}) loads offline from {path}: {answer['config']} "
+                        f"{model} ({used_by}) loads offline from {path}: {answer['config']} "
                         f"({answer['model_type']}), {answer['tokenizer']} vocab {answer['vocab_size']}",
                     )
                 )
@@ -223,7 +227,7 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> dict[str, 
     return entry
 
 
-def check_one(ctx: DoctorContext, model: str, steps: str) -> dict[str, Any]:
+def check_one(ctx: DoctorContext, model: str, steps: str) -> Check:
     cache = hub_cache(ctx.env)
     local = local_model_path(ctx, model)
     path = local or snapshot_dir(cache, model)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import bridge_probe, python_argv, run_interpreter
+from console.doctor.model import Check
 from console.doctor.probe import MARKER, ProbeResult, run_probe
 from console.doctor.ray_cluster import detect_cluster
 from console.doctor.repos import vendored_bridge_item
@@ -81,7 +82,7 @@ def _under(path: str, root: Path) -> bool:
 
 def judge_import(
     ctx: DoctorContext, check_id: str, where: str, probe: ProbeResult, extra_evidence: str = ""
-) -> dict[str, Any]:
+) -> Check:
     """Turn a probe's answer into the check entry (ok, vendored, wrong_path, missing, failed)."""
     assert ctx.bridge is not None
     expected = ctx.bridge / "src"
@@ -123,11 +124,11 @@ def judge_import(
     )
 
 
-def _timeout(ctx: DoctorContext, key: str) -> float:
+def _timeout(ctx: DoctorContext, key: Literal["import_timeout_s", "ray_timeout_s"]) -> float:
     return float(ctx.catalog["defaults"][key])
 
 
-def check_bridge_import_driver(ctx: DoctorContext) -> dict[str, Any]:
+def check_bridge_import_driver(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(DRIVER_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     if ctx.bridge is None:
@@ -149,7 +150,7 @@ def check_bridge_import_driver(ctx: DoctorContext) -> dict[str, Any]:
     )
 
 
-def check_bridge_import_ray_worker(ctx: DoctorContext) -> dict[str, Any]:
+def check_bridge_import_ray_worker(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(WORKER_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     if ctx.bridge is None:

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line
 from console.doctor.context import DoctorContext, expand
 from console.doctor.probe import MARKER, ProbeResult, run_probe
+from console.rundir.paths import fill_run_dir
 
 PYTHON_NAMES = ("python", "python3")
 # `uv run` flags that `uv sync` understands too (value-taking ones listed with their value)
@@ -109,7 +111,7 @@ class RunInterpreter:
 
     @property
     def command(self) -> str:
-        return " ".join(self.argv)
+        return command_line(self.argv)
 
     @property
     def usable(self) -> bool:
@@ -150,19 +152,21 @@ def interpreter_command(ctx: DoctorContext) -> tuple[list[str], dict[str, str], 
         idx = _python_index(argv)
         if step.get("name") == "bridge-import" and idx is not None:
             env = dict(ctx.env)
-            rd = str(ctx.run_dir) if ctx.run_dir else ""
             for key, value in (step.get("env") or {}).items():
-                env[key] = expand(str(value).replace("{run_dir}", rd), ctx.env)
+                env[key] = expand(fill_run_dir(str(value), ctx.run_dir or ""), ctx.env)
             return argv[: idx + 1], env, step.get("cwd") or ctx.cwd, "the plan's bridge-import step"
     table = ctx.catalog["interpreters"]
     key = ctx.framework
     if ctx.framework == "verl":
-        when = table["verl_uv_when"]
+        when = table["verl_uv_when"]  # a table, where the others are commands
         if ctx.setting("VERL_USE_UV") == "0" or any(
-            (ctx.setting(name) or allowed[0]) not in allowed for name, allowed in when.items()
+            (ctx.setting(name) or allowed[0]) not in allowed
+            for name, allowed in (when.items() if isinstance(when, dict) else ())
         ):
             key = "verl_no_uv"
-    argv = [expand(a, {**ctx.env, "ENGINE": ctx.setting("ENGINE") or "vllm"}) for a in table[key]]
+    command = table[key]
+    engine = {**ctx.env, "ENGINE": ctx.setting("ENGINE") or "vllm"}
+    argv = [expand(a, engine) for a in (command if isinstance(command, list) else [])]
     return argv, dict(ctx.env), ctx.cwd, "doctor.toml [interpreters] (no plan was built)"
 
 

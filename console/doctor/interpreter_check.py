@@ -7,14 +7,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from console.commandtext import command_line
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import RunInterpreter, run_interpreter, sync_flags, versions_text
+from console.doctor.model import Check
 from console.doctor.result import Item, combine, make_remedy
 
 CHECK_ID = "run_interpreter"
 
 
-def check_run_interpreter(ctx: DoctorContext) -> dict[str, Any]:
+def check_run_interpreter(ctx: DoctorContext) -> Check:
     it = run_interpreter(ctx)
     where = f"`{it.command}` in {it.cwd or 'the current directory'} ({it.source})"
     items = [_probe_item(ctx, it, where)]
@@ -42,7 +44,7 @@ def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
             "no_env",
             f"{where}: {it.problem}; versions not read",
             make_remedy(commands=[sync]),
-            facts={"sync": " ".join(sync)},
+            facts={"sync": command_line(sync)},
         )
     if not it.usable:
         return Item("failed", f"{where}: {it.problem}", facts={"command": it.command})
@@ -56,7 +58,7 @@ def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
 
 
 def _offline_item(off: dict[str, Any], who: str) -> Item:
-    cmd = " ".join(off.get("command") or [])
+    cmd = command_line([str(a) for a in off.get("command") or []])
     if off.get("error"):
         return Item("offline_unresolvable", f"`{cmd}`: {off['error']}", facts={"command": cmd})
     if off.get("download"):

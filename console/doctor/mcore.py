@@ -6,10 +6,10 @@ import os
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import run_interpreter
+from console.doctor.model import Check
 from console.doctor.probe import MARKER, run_probe
 from console.doctor.result import NOT_APPLICABLE_DEMO, finding, make_remedy
 
@@ -46,7 +46,7 @@ def mcore_root(ctx: DoctorContext) -> Path | None:
     return None
 
 
-def check_mcore_helpers(ctx: DoctorContext) -> dict[str, Any]:
+def check_mcore_helpers(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     root = mcore_root(ctx)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from console.doctor.model import DoctorResult
 from console.doctor.registry import run_doctor
 from console.fileio import write_json_atomic
 from console.spec import RunSpec
@@ -12,14 +14,14 @@ from console.spec import RunSpec
 DOCTOR_FILE = "doctor.json"
 
 
-def write_doctor_json(run_dir: Path, result: dict[str, Any]) -> Path:
+def write_doctor_json(run_dir: Path, result: DoctorResult) -> Path:
     """Write `doctor.json` atomically (tmp + fsync + rename). The result is already redacted."""
     target = run_dir / DOCTOR_FILE
     write_json_atomic(target, result)
     return target
 
 
-def preflight(spec: RunSpec, plan: Any, run_dir: Path | None) -> dict[str, Any]:
+def preflight(spec: RunSpec, plan: Any, run_dir: Path | None) -> DoctorResult:
     """Run every check for `spec`/`plan`; write `<run_dir>/doctor.json` when a run folder is given.
 
     The caller refuses to start when `result["verdict"] == "block"` unless the user chose --no-doctor.
@@ -30,5 +32,5 @@ def preflight(spec: RunSpec, plan: Any, run_dir: Path | None) -> dict[str, Any]:
     return result
 
 
-def blocks(result: dict[str, Any]) -> bool:
+def blocks(result: Mapping[str, Any]) -> bool:
     return result.get("verdict") == "block"

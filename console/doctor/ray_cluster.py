@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from console.doctor.context import DoctorContext
+from console.doctor.model import Check
 from console.doctor.result import finding, make_remedy
 
 CHECK_ID = "stale_ray"
@@ -66,7 +66,7 @@ def detect_cluster(ctx: DoctorContext) -> RayCluster:
     )
 
 
-def check_stale_ray(ctx: DoctorContext) -> dict[str, Any]:
+def check_stale_ray(ctx: DoctorContext) -> Check:
     cluster = detect_cluster(ctx)
     if not cluster.pids:
         return finding(CHECK_ID, "ok", cluster.evidence)

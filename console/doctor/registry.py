@@ -17,6 +17,7 @@ from console.doctor.imports import check_bridge_import_driver, check_bridge_impo
 from console.doctor.interpreter import RunInterpreter
 from console.doctor.interpreter_check import check_run_interpreter
 from console.doctor.mcore import check_mcore_helpers
+from console.doctor.model import Check, DoctorResult
 from console.doctor.ray_cluster import check_stale_ray
 from console.doctor.repos import check_repo_state
 from console.doctor.result import empty_remedy, overall_verdict
@@ -25,9 +26,9 @@ from console.errors import SpecError
 from console.redact import redact_text
 from console.spec import RunSpec
 
-Check = Callable[[DoctorContext], dict[str, Any]]
+CheckFn = Callable[[DoctorContext], Check]
 
-CHECKS: dict[str, Check] = {
+CHECKS: dict[str, CheckFn] = {
     "repo_state": check_repo_state,
     "run_interpreter": check_run_interpreter,
     "bridge_import_driver": check_bridge_import_driver,
@@ -44,7 +45,8 @@ CHECKS: dict[str, Check] = {
 CHECK_IDS: tuple[str, ...] = tuple(CHECKS)
 
 
-def _run_one(check_id: str, ctx: DoctorContext) -> dict[str, Any]:
+def _run_one(check_id: str, ctx: DoctorContext) -> Check:
+    entry: Check
     try:
         entry = CHECKS[check_id](ctx)
     except Exception as exc:  # a broken probe must not hide the other checks
@@ -58,7 +60,7 @@ def _run_one(check_id: str, ctx: DoctorContext) -> dict[str, Any]:
     return _redacted(entry)
 
 
-def _redacted(entry: dict[str, Any]) -> dict[str, Any]:
+def _redacted(entry: Check) -> Check:
     remedy = entry.get("remedy") or empty_remedy()
     return {
         "id": entry["id"],
@@ -82,7 +84,7 @@ def run_doctor(
     probes: Probes | None = None,
     run_dir: Path | None = None,
     context: DoctorContext | None = None,
-) -> dict[str, Any]:
+) -> DoctorResult:
     """Run the preflight checks; returns `{"verdict": "ok|warn|block", "checks": [...], "interpreter": {...}}`.
 
     `interpreter` (present when a check probed it) is the run's own interpreter: its command,
@@ -101,7 +103,7 @@ def run_doctor(
     workers = max(1, int(ctx.catalog["defaults"]["parallel"]))
     with ThreadPoolExecutor(max_workers=min(workers, len(wanted))) as pool:
         results = list(pool.map(lambda cid: _run_one(cid, ctx), wanted))
-    out: dict[str, Any] = {"verdict": overall_verdict(results), "checks": results}
+    out: DoctorResult = {"verdict": overall_verdict(results), "checks": results}
     interp = ctx.cache.get("interpreter")
     if isinstance(interp, RunInterpreter):
         out["interpreter"] = json.loads(redact_text(json.dumps(interp.to_dict())))

@@ -5,17 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.gitinfo import full_head, repo_state
+from console.doctor.model import Check
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding
 
 CHECK_ID = "repo_state"
 _REPO_VAR = {"nemo-rl": "NEMO_RL_REPO", "verl": "VERL_REPO"}
 
 
-def check_repo_state(ctx: DoctorContext) -> dict[str, Any]:
+def check_repo_state(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     items: list[Item] = []

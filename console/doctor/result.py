@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from console.catalog import CatalogError
 from console.doctor.catalog import doctor_catalog
+from console.doctor.model import Check, Remedy, Status
 
+T = TypeVar("T")
 STATUS_RANK = {"ok": 0, "warn": 1, "block": 2}
 NOT_APPLICABLE_DEMO = "not applicable to the demo"
 
 
-def empty_remedy() -> dict[str, Any]:
+def empty_remedy() -> Remedy:
     """The remedy shape shared with triage: env to set, names to unset, Hydra overrides, commands."""
     return {"env": {}, "unset": [], "overrides": [], "commands": []}
 
@@ -23,7 +26,7 @@ def make_remedy(
     unset: Iterable[str] = (),
     overrides: Iterable[str] = (),
     commands: Iterable[list[str]] = (),
-) -> dict[str, Any]:
+) -> Remedy:
     return {
         "env": dict(env or {}),
         "unset": list(unset),
@@ -32,25 +35,33 @@ def make_remedy(
     }
 
 
-def merge_remedies(remedies: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def merge_remedies(remedies: Iterable[Remedy]) -> Remedy:
     out = empty_remedy()
+    commands = out.setdefault("commands", [])
     for r in remedies:
         out["env"].update(r.get("env") or {})
-        for key in ("unset", "overrides", "commands"):
-            for item in r.get(key) or []:
-                if item not in out[key]:
-                    out[key].append(item)
+        _add_new(out["unset"], r.get("unset") or [])
+        _add_new(out["overrides"], r.get("overrides") or [])
+        _add_new(commands, r.get("commands") or [])
     return out
 
 
-class _Facts(dict):
+def _add_new(into: list[T], items: Iterable[T]) -> None:
+    for item in items:
+        if item not in into:
+            into.append(item)
+
+
+class _Facts(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
 
-def advice_for(check_id: str, case: str, **facts: Any) -> tuple[str, str]:
+def advice_for(check_id: str, case: str, **facts: Any) -> tuple[Status, str]:
     """(status, advice) of a case of a check, from the catalog."""
     entry = doctor_catalog()["checks"][check_id][case]
+    if isinstance(entry, str):
+        raise CatalogError(f"doctor.toml: checks.{check_id}.{case} is a string, not a case table")
     advice = string.Formatter().vformat(entry.get("advice", ""), (), _Facts(facts))
     return entry["status"], advice
 
@@ -61,13 +72,11 @@ class Item:
 
     case: str
     evidence: str
-    remedy: dict[str, Any] = field(default_factory=empty_remedy)
+    remedy: Remedy = field(default_factory=empty_remedy)
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-def finding(
-    check_id: str, case: str, evidence: str, remedy: dict[str, Any] | None = None, **facts: Any
-) -> dict[str, Any]:
+def finding(check_id: str, case: str, evidence: str, remedy: Remedy | None = None, **facts: Any) -> Check:
     status, advice = advice_for(check_id, case, **facts)
     return {
         "id": check_id,
@@ -78,7 +87,7 @@ def finding(
     }
 
 
-def combine(check_id: str, items: list[Item]) -> dict[str, Any]:
+def combine(check_id: str, items: list[Item]) -> Check:
     """Fold several findings into one check entry: worst status, all evidence, non-ok advice."""
     if not items:
         return finding(check_id, "ok", "nothing to check")
@@ -90,6 +99,7 @@ def combine(check_id: str, items: list[Item]) -> dict[str, Any]:
     return {"id": check_id, "status": status, "evidence": evidence, "advice": advice, "remedy": remedy}
 
 
-def overall_verdict(checks: list[dict[str, Any]]) -> str:
+def overall_verdict(checks: Sequence[Mapping[str, Any]]) -> Status:
     worst = max((STATUS_RANK.get(c["status"], 2) for c in checks), default=0)
-    return {0: "ok", 1: "warn", 2: "block"}[worst]
+    verdicts: dict[int, Status] = {0: "ok", 1: "warn", 2: "block"}
+    return verdicts[worst]

@@ -4,11 +4,11 @@ fingerprint and TORCH_CUDA_ARCH_LIST."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from console.doctor.context import DoctorContext
 from console.doctor.devices import cuda_arch_list
 from console.doctor.interpreter import python_argv
+from console.doctor.model import Check
 from console.doctor.probe import MARKER, run_probe
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding, make_remedy
 
@@ -16,11 +16,11 @@ CHECK_ID = "tools"
 _FALSE = ("false", "False", "0", "null", "None", "none")
 _NVTX_PROBE = (
     f"import importlib.util, json; "
-    f"print({MARKER!r} + json.dumps(importlib.util.find_spec('nvtx') is not None))"
+    f"print({MARKER!r} + json.dumps({{'nvtx': importlib.util.find_spec('nvtx') is not None}}))"
 )
 
 
-def check_tools(ctx: DoctorContext) -> dict[str, Any]:
+def check_tools(ctx: DoctorContext) -> Check:
     if ctx.is_demo:
         return finding(CHECK_ID, "not_applicable", NOT_APPLICABLE_DEMO)
     items = [uv_item(ctx)]
@@ -67,7 +67,7 @@ def profiler_item(ctx: DoctorContext) -> Item:
         return Item("ok", "profiler: disabled by override")
     argv, label = python_argv(ctx)
     probe = run_probe([*argv, "-c", _NVTX_PROBE], ctx.env, ctx.cwd, 60)
-    has_nvtx = probe.payload is True
+    has_nvtx = bool((probe.payload or {}).get("nvtx"))
     nsys = ctx.probes.which("nsys")
     evidence = (
         f"nvtx: {'importable' if has_nvtx else 'not importable'} by {label}; nsys: {nsys or 'not on PATH'}"

@@ -314,7 +314,8 @@ def _eval(node: ast.AST, data: Any) -> Any:
     if isinstance(node, ast.Call):
         fn = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
         args = [_eval(a, data) for a in node.args]
-        kwargs = {kw.arg: _eval(kw.value, data) for kw in node.keywords}
+        # validate() allows only named keywords (no ``**mapping``)
+        kwargs = {str(kw.arg): _eval(kw.value, data) for kw in node.keywords}
         return fn(*args, **kwargs)
     raise RefusedExpression(f"refused: {type(node).__name__}")  # unreachable after validate()
 

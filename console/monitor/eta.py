@@ -67,10 +67,6 @@ class StallDetector:
         self._last = time.time() if now is None else now
         self._fired = False
 
-    @property
-    def last_activity(self) -> float:
-        return self._last
-
     def activity(self, now: float | None = None) -> None:
         self._last = time.time() if now is None else now
         self._fired = False

@@ -19,10 +19,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import psutil
-
 from console.monitor.nvml import GPU_LOST, OK, Answer, DeviceIds, Nvml, text, visible_indexes
-from console.monitor.procs import process_name
+from console.monitor.procs import process_env, process_name
 
 RETRY_INIT_S = 60.0
 
@@ -251,10 +249,3 @@ class GpuSampler:
                 seen[pid] = GpuProc(pid, process_name(pid), mem, pid in ours)
         status = OK if OK in statuses else statuses[0]
         return list(seen.values()), status
-
-
-def process_env(pid: int, name: str) -> str | None:
-    try:
-        return psutil.Process(pid).environ().get(name)
-    except (psutil.Error, OSError, ValueError):
-        return None

@@ -1,11 +1,21 @@
-"""Which processes belong to a run: the launched process trees, plus processes carrying a
-marker environment variable (Ray workers of an external cluster are not our descendants)."""
+"""Which processes belong to a run, and whether a recorded process is still the one it was.
+
+Each step runs with ``RL_CONSOLE_RUN_ID=<absolute run folder>`` in its environment; children inherit
+it, so a process that left the step's process group (``setsid``, daemonised Ray workers, workers of
+an external cluster) is still found through ``/proc/<pid>/environ``. Psutil descendants of known
+pids cover processes that cleared their env.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable
 
 import psutil
+
+RUN_ID_ENV = "RL_CONSOLE_RUN_ID"
+RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "redis-server")
 
 
 def run_process_tree(
@@ -41,13 +51,8 @@ def _tree(pid: int) -> set[int]:
 
 def has_marker(pid: int, marker_env: str) -> bool:
     name, sep, value = marker_env.partition("=")
-    try:
-        env = psutil.Process(pid).environ()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError, ValueError):
-        return False
-    if name not in env:
-        return False
-    return not sep or env[name] == value
+    found = process_env(pid, name)
+    return found is not None and (not sep or found == value)
 
 
 def process_name(pid: int) -> str:
@@ -55,3 +60,118 @@ def process_name(pid: int) -> str:
         return psutil.Process(pid).name()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ValueError):
         return "?"
+
+
+def process_env(pid: int, name: str) -> str | None:
+    try:
+        return psutil.Process(pid).environ().get(name)
+    except (psutil.Error, OSError, ValueError):
+        return None
+
+
+def run_marker(run_dir: str | os.PathLike[str]) -> str:
+    """The marker value a run's steps carry in ``RL_CONSOLE_RUN_ID``.
+
+    The absolute run folder, not the bare id: two runs folders can hold runs with the same id
+    (same second, same framework), and a cancel in one must never touch the other.
+    """
+    return os.path.realpath(run_dir)
+
+
+def run_processes(
+    run_id: str, roots: Iterable[int] = (), exclude: Iterable[int] = ()
+) -> list[psutil.Process]:
+    """Live processes of the run: ``roots`` and their descendants, plus every process carrying the
+    marker ``run_id`` (see ``run_marker``) and its descendants.
+
+    ``exclude`` (and this process and its ancestors) are never returned.
+    """
+    skip = set(exclude) | {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        skip |= {p.pid for p in psutil.Process().parents()}
+    found: list[psutil.Process] = []
+    for pid in run_process_tree(roots, marker_env=f"{RUN_ID_ENV}={run_id}") - skip:
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def looks_like_ray(procs: Iterable[psutil.Process]) -> bool:
+    """True when the run's tree holds a local Ray cluster (raylet, GCS server, workers)."""
+    for proc in procs:
+        try:
+            name = proc.name()
+            cmd = " ".join(proc.cmdline()[:3])
+        except psutil.Error:
+            continue
+        if (
+            any(name.startswith(n) for n in RAY_PROCESS_NAMES)
+            or "ray/core/src" in cmd
+            or "gcs_server" in cmd
+            or "raylet" in cmd
+        ):
+            return True
+    return False
+
+
+def process_create_time(pid: int | None) -> float | None:
+    """psutil's create time of ``pid`` (None when it does not exist): with the pid, the identity of a
+    process that survives PID reuse."""
+    if not pid:
+        return None
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def same_process(pid: int | None, create_time: float | None) -> bool:
+    """True when ``pid`` is alive (not a zombie) and, when ``create_time`` was recorded, is the very
+    process that had it (not a later process that reused the pid)."""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return create_time is None or abs(proc.create_time() - float(create_time)) < 0.05
+    except (psutil.Error, TypeError, ValueError):
+        return False
+
+
+def is_run_supervisor(pid: int | None, create_time: float | None, run_dir: str | os.PathLike[str]) -> bool:
+    """True when ``pid`` is the supervisor of ``run_dir``: same create time and its command line
+    names ``console.runs.supervisor`` and this run folder (the run marker)."""
+    if not same_process(pid, create_time):
+        return False
+    try:
+        cmd = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return False
+    if "console.runs.supervisor" not in cmd:
+        return create_time is not None  # the launcher's fork before exec: identity by create time only
+    return any(
+        os.path.realpath(a) == run_marker(run_dir) for a in cmd[cmd.index("console.runs.supervisor") + 1 :]
+    )
+
+
+def group_is_runs(pgid: int, create_time: float | None, marker: str) -> bool:
+    """Is process group ``pgid`` still the run's step group? Its leader (pid == pgid) must have the
+    recorded create time; when the leader is gone, a member must carry the run marker (a group id is
+    not reused while any member lives)."""
+    try:
+        leader = psutil.Process(pgid)
+        if leader.status() != psutil.STATUS_ZOMBIE:
+            return create_time is None or abs(leader.create_time() - float(create_time)) < 0.05
+    except psutil.Error:
+        pass
+    want = f"{RUN_ID_ENV}={marker}"
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pgid and has_marker(pid, want):
+                return True
+    return False

@@ -9,11 +9,10 @@ from typing import Protocol
 
 from console.events import Event
 from console.monitor.eta import EtaEstimator
+from console.monitor.text import RAY_PREFIX_RE
 
 # "[mcore 1step] " labels added by scripts such as sft_resume_diamond.sh (sed "s/^/[...] /").
 _LABEL_RE = re.compile(r"^\[[^\]\n]{1,60}\] ")
-# Ray actor prefixes: "(TaskRunner pid=12)", "(MegatronPolicyWorker[rank=0] pid=3, ip=10.0.0.1)".
-_RAY_RE = re.compile(r"^\((?:[A-Za-z_][\w.]*(?:\[[^\]]*\])?)(?: pid=\d+)?(?:, ip=[\w.:-]+)?\) ?")
 _NUM_RE = re.compile(
     r"^(?:np\.\w+\()?\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))\s*\)?$"
 )
@@ -24,7 +23,7 @@ def strip_prefixes(text: str) -> str:
     for _ in range(4):
         if not text or text[0] not in "[(":
             return text
-        m = _LABEL_RE.match(text) or _RAY_RE.match(text)
+        m = _LABEL_RE.match(text) or RAY_PREFIX_RE.match(text)
         if m is None:
             return text
         text = text[m.end() :]

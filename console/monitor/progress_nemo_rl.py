@@ -1,22 +1,18 @@
 """NeMo-RL stdout: ``=== Step N/M ===`` banners (GRPO sync/async, SFT), ``▶`` phases, the
-per-step results block and completion lines. See reference/notes-nemo-rl.md §3."""
+per-step results block and completion lines. See reference/notes-nemo-rl.md §3. The banner and the
+completion lines are ``catalog/progress.toml``'s patterns, the ones triage reads too."""
 
 from __future__ import annotations
 
 import re
 import time
 
+from console.catalog.progress import FrameworkPatterns
 from console.events import Event
 from console.monitor.progress_base import ParserState, json_number, parse_number, strip_prefixes
 
-_BANNER_RE = re.compile(r"=+ Step (\d+)/(\d+) =+")
 _PHASE_RE = re.compile(r"^\s*▶\s*(.+?)[\s.,:…]*$")
 _RESULT_RE = re.compile(r"^\s*•\s*([A-Za-z][\w /()-]*?):\s*(\S+?)s?(?:\s|$)")
-_COMPLETIONS = (
-    ("Max number of steps has been reached", "max_steps"),
-    ("Timeout has been reached", "timeout"),
-    ("Async GRPO training complete!", "async_complete"),
-)
 # Results-block labels -> metric names (the TB names where one exists).
 RESULT_KEYS = {
     "Loss": "loss",
@@ -43,6 +39,7 @@ class NemoRlProgressParser(ParserState):
         self.source = source
         self._pending: dict[str, float | str] = {}
         self._phase: str | None = None
+        self._patterns = FrameworkPatterns("nemo-rl")
 
     def _flush(self, now: float) -> list[Event]:
         if not self._pending or self.step is None:
@@ -54,10 +51,10 @@ class NemoRlProgressParser(ParserState):
     def feed(self, text: str, now: float | None = None) -> list[Event]:
         now = time.time() if now is None else now
         line = strip_prefixes(text)
-        if "Step" in line and "=" in line:
-            m = _BANNER_RE.search(line)
-            if m:
-                return self._banner(int(m.group(1)), int(m.group(2)), now)
+        hits = self._patterns.matches(line)
+        m = hits.get("nemo_step_banner")
+        if m:
+            return self._banner(int(m["step"]), int(m["total"]), now)
         if "▶" in line:
             m = _PHASE_RE.match(line)
             if m:
@@ -80,12 +77,12 @@ class NemoRlProgressParser(ParserState):
                         self.done = self.step
                     return self._flush(now) + self._progress(now)
             return []
-        for needle, reason in _COMPLETIONS:
-            if needle in line:
-                if self.step is not None:
-                    self.done = self.step
-                return self._flush(now) + self._progress(now) + self._complete(reason, now, line)
-        return []
+        ending = next((p for p in self._patterns.completions if p.id in hits), None) if hits else None
+        if ending is None:
+            return []
+        if self.step is not None:
+            self.done = self.step
+        return self._flush(now) + self._progress(now) + self._complete(ending.reason, now, line)
 
     def _banner(self, step: int, total: int, now: float) -> list[Event]:
         out = self._flush(now)

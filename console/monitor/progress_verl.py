@@ -1,20 +1,18 @@
 """verl output: the tqdm "Training Progress" bar (anywhere in a line), ``step:N - key:value``
 metric lines (``np.float64(...)`` values; ``step:0`` is validation), resume lines of both trainer
-generations, and completion (last step equals total). See reference/notes-verl.md §2 and §6.3."""
+generations, and completion (last step equals total, or the final validation). See
+reference/notes-verl.md §2 and §6.3. The bar, the step line, the total and the completion are
+``catalog/progress.toml``'s patterns, the ones triage reads too."""
 
 from __future__ import annotations
 
 import re
 import time
 
+from console.catalog.progress import FrameworkPatterns
 from console.events import Event
 from console.monitor.progress_base import ParserState, json_number, parse_clock, parse_number
 
-_BAR_RE = re.compile(
-    r"Training Progress:\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]<]*)<([^\],]*),\s*([^\],]*)[^\]]*\]"
-)
-_STEP_RE = re.compile(r"(?:^|(?<=[\s)\]]))step:(\d+)(?= - |\s*$)(.*)$")
-_TOTAL_RE = re.compile(r"Total training steps: (\d+)")
 _RESUME_RE = re.compile(r"Resuming from (.+?), setting global step to (\d+)")
 _LEGACY_RESUME_RE = re.compile(r"Setting global step to (\d+)")
 _PHASES = (
@@ -60,24 +58,25 @@ class VerlProgressParser(ParserState):
         super().__init__()
         self._seen_bar = False
         self._phase: str | None = None
+        self._patterns = FrameworkPatterns("verl")
+        self._bar_pattern = self._patterns.by_id["verl_progress_bar"]
+        self._step_pattern = self._patterns.by_id["verl_metrics_line"]
 
     def feed(self, text: str, now: float | None = None) -> list[Event]:
         now = time.time() if now is None else now
         out: list[Event] = []
-        if "Training Progress" in text:
-            m = _BAR_RE.search(text)
-            if m:
-                out += self._bar(m, now)
-        if "step:" in text:
-            m = _STEP_RE.search(text)
-            if m:
-                out += self._step_line(int(m.group(1)), m.group(2), now)
-                return out
-        if "raining steps" in text:
-            m = _TOTAL_RE.search(text)
-            if m:
-                self.total = int(m.group(1))
-                return out + self._progress(now)
+        hits = self._patterns.matches(text)
+        m = hits.get("verl_progress_bar")
+        if m:
+            out += self._bar(m, now)
+        m = hits.get("verl_metrics_line")
+        if m:
+            out += self._step_line(int(m["step"]), m["rest"], now)
+            return out
+        m = hits.get("verl_total_steps")
+        if m:
+            self.total = int(m["total"])
+            return out + self._progress(now)
         if "global step to" in text:
             m = _RESUME_RE.search(text) or _LEGACY_RESUME_RE.search(text)
             if m:
@@ -93,6 +92,10 @@ class VerlProgressParser(ParserState):
                     self.resumed_from = None
                 out += self._phase_event(name, now)
                 break
+        if hits:  # the final validation line
+            for pattern in self._patterns.completions:
+                if pattern.id in hits:
+                    out += self._complete(pattern.reason, now, text)
         return out
 
     def _phase_event(self, name: str, now: float) -> list[Event]:
@@ -102,9 +105,9 @@ class VerlProgressParser(ParserState):
         return [Event("phase", data={"name": name, "source": self.source}, t=now)]
 
     def _bar(self, m: re.Match[str], now: float) -> list[Event]:
-        n, total = int(m.group(2)), int(m.group(3))
-        remaining = parse_clock(m.group(5))
-        rate = m.group(6)
+        n, total = int(m["step"]), int(m["total"])
+        remaining = parse_clock(m["remaining"] or "")
+        rate = m["rate"] or ""
         if not self._seen_bar and n > 0 and "?" in rate and self.resumed_from is None:
             self.resumed_from = n  # tqdm(initial=global_steps): the first render shows the resumed step
         self._seen_bar = True
@@ -116,14 +119,14 @@ class VerlProgressParser(ParserState):
             self.step = self.done = n
         self.eta.observe(n, now)
         out = self._progress(now, eta_s=remaining)
-        if n == total and n > 0:
-            out += self._complete("last step equals total", now)
+        if self._bar_pattern.complete_at_total and total and n >= total:
+            out += self._complete(self._bar_pattern.reason, now)
         return out
 
     def _step_line(self, step: int, rest: str, now: float) -> list[Event]:
         values = parse_metrics_line(rest)
         out = [Event("metrics", data={"step": step, "values": values, "source": self.source}, t=now)]
-        if step == 0:
+        if step < self._step_pattern.min_step:
             return out  # validation before training, not a training step
         t = values.get("timing_s/step")
         if isinstance(t, float):
@@ -132,6 +135,6 @@ class VerlProgressParser(ParserState):
             self.step = self.done = step
         self.eta.observe(step, now)
         out += self._progress(now)
-        if self.total is not None and step >= self.total:
-            out += self._complete("last step equals total", now)
+        if self._step_pattern.complete_at_total and self.total and step >= self.total:
+            out += self._complete(self._step_pattern.reason, now)
         return out

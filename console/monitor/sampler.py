@@ -1,52 +1,30 @@
-"""A background thread that samples GPU and host state (1 Hz by default) and publishes
-``gpu``/``host`` events to an EventBus."""
+"""GPU and host state as ``gpu``/``host`` events: one ``sample_once()`` per tick, taken on the
+supervisor's sampling thread (``console.runs.sampling.SamplerThread``) and published by its loop."""
 
 from __future__ import annotations
 
-import threading
-import time
-
-from console.events import Event, EventBus
+from console.events import Event
 from console.monitor.gpu import GpuSampler
 from console.monitor.host import HostSampler
 
 
 class ResourceSampler:
-    """Publishes ``gpu`` and ``host`` events every ``interval`` seconds until ``stop()``.
+    """``sample_once()`` -> a ``gpu`` and a ``host`` event, tagged with ``step``.
 
-    An unavailable GPU state ("no NVIDIA driver") is published once, then only when it changes,
-    so a run without GPUs does not fill events.jsonl with the same line.
+    An unavailable GPU state ("no NVIDIA driver") is reported once, then only when it changes, so a
+    run without GPUs does not fill events.jsonl with the same line.
     """
 
     def __init__(
-        self,
-        bus: EventBus,
-        gpu: GpuSampler | None = None,
-        host: HostSampler | None = None,
-        interval: float = 1.0,
-        step: str | None = None,
+        self, gpu: GpuSampler | None = None, host: HostSampler | None = None, step: str | None = None
     ) -> None:
-        self.bus = bus
         self.gpu = gpu if gpu is not None else GpuSampler()
         self.host = host if host is not None else HostSampler()
-        self.interval = interval
         self.step = step
         self.samples = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._last_unavailable: str | None = None
 
-    def start(self) -> ResourceSampler:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="rl-console-sampler", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+    def close(self) -> None:
         self.gpu.close()
 
     def sample_once(self) -> list[Event]:
@@ -59,18 +37,3 @@ class ResourceSampler:
         events.append(Event("host", step=self.step, data=h.to_event_data(), t=h.t))
         self.samples += 1
         return events
-
-    def _run(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                for e in self.sample_once():
-                    self.bus.publish(e)
-            except Exception:  # noqa: BLE001 - a sampling hiccup must not kill the thread
-                pass
-            next_at += self.interval
-            delay = next_at - time.monotonic()
-            if delay < 0:
-                next_at = time.monotonic()
-                delay = 0
-            self._stop.wait(delay)

@@ -51,8 +51,12 @@ _BAR_RE = re.compile(
 )
 # Something that looks like a progress state even if not in tqdm's format (overwritten redraws).
 _BARLIKE_RE = re.compile(r"\d+(?:\.\d+)?%|\d+/\d+|it/s|s/it")
-# A Ray actor prefix alone, e.g. "(TaskRunner pid=12, ip=10.0.0.1) ".
-_RAY_PREFIX_ONLY_RE = re.compile(r"^\s*\(\w+(?:\[[^\]]*\])? pid=\d+(?:, ip=[\d.]+)?\)\s*$")
+# Ray's line prefix, the one pattern the tailer, the progress parsers and triage use: a worker's
+# "(pid=12)", "(TaskRunner pid=12, ip=10.0.0.1)", "(MegatronPolicyWorker[rank=0] pid=3)", or a Ray
+# system process's "(raylet)", "(gcs_server, ip=10.0.0.1)", "(autoscaler)".
+RAY_PREFIX = r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)"
+RAY_PREFIX_RE = re.compile(RAY_PREFIX + r"\s?")  # match() at the line start; \s?: the space after it
+_RAY_PREFIX_ONLY_RE = re.compile(rf"^\s*{RAY_PREFIX}\s*$")  # a \r segment holding the prefix alone
 
 
 def split_bar(segment: str) -> tuple[str, str, str]:

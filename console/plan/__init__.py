@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.catalog import CatalogError, load_framework, load_guidance
+from console.catalog import CatalogError, FrameworkCatalog, load_framework, load_guidance
 from console.errors import SpecError
 from console.plan.builder import build_plan
 from console.plan.model import Plan, Step
@@ -29,7 +29,7 @@ class LevelInfo:
     variants: list[str]
 
 
-def _catalog(framework: str):
+def _catalog(framework: str) -> FrameworkCatalog:
     try:
         return load_framework(framework)
     except CatalogError as exc:

@@ -19,7 +19,7 @@ from typing import Any
 from console.catalog import CatalogError, FrameworkCatalog, StepTemplate, Variant, load_framework
 from console.errors import SpecError
 from console.plan.gpus import visible_gpus
-from console.plan.model import Plan, Step
+from console.plan.model import DriftRecord, Plan, ResolveInputs, Step
 from console.plan.overrides import check_unquoted, effective_values, parse_override, validate_overrides
 from console.plan.resolve import (
     CheckoutSource,
@@ -303,7 +303,7 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     checkout = CheckoutSource({"repo": repo, "bridge": bridge})
     user_for = _user_overrides_per_step(cat, levels, variants, user_overrides, repo, ctx, checkout, warnings)
     steps: list[Step] = []
-    resolve_args: dict[str, tuple[str, str | None, list[str], list[str]]] = {}
+    resolve_args: ResolveInputs = {}
 
     def make(st: StepTemplate, level: int | None, sel: _Selected | None = None) -> Step:
         env = dict(base_env)
@@ -425,11 +425,9 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     return plan
 
 
-def resolve_plan(
-    plan: Plan, inputs: dict[str, tuple[str, str | None, list[str], list[str]]], source: Source
-) -> list[dict[str, Any]]:
+def resolve_plan(plan: Plan, inputs: ResolveInputs, source: Source) -> list[DriftRecord]:
     """Catalog-drift findings of every step (``inputs``: step -> (cwd role, config, catalog args, user args))."""
-    found: list[dict[str, Any]] = []
+    found: list[DriftRecord] = []
     for step in plan.steps:
         role, config, catalog_args, user_args = inputs.get(step.name, ("repo", None, [], []))
         if role not in ("repo", "bridge"):

@@ -3,34 +3,66 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from console.redact import MASK, is_secret_name, redact_argv, redact_env
+from console.redact import MASK, redact_argv, redact_env
 from console.spec import RunSpec
 
-STEP_FIELDS = (
-    "name",
-    "title",
-    "argv",
-    "env",
-    "unset",
-    "cwd",
-    "gpus",
-    "proves",
-    "criteria",
-    "level",
-    "variant",
-    "deliverable",
-    "kind",
-    "log_files",
-    "tb_dir",
-    "metrics_json",
-    "checks",
-    "total_steps",
-    "on_failure",
-    "report_metrics",
-    "notes",
+
+# One step of plan.json (``Step.to_dict``), in the file's key order.
+class StepRecord(TypedDict):
+    name: str
+    title: str
+    argv: list[str]
+    env: dict[str, str]
+    unset: list[str]
+    cwd: str
+    gpus: int
+    proves: str
+    criteria: list[str]
+    level: int | None
+    variant: str | None
+    deliverable: str
+    kind: str  # setup | check | train | metrics
+    log_files: list[str]
+    tb_dir: str | None
+    metrics_json: str | None
+    checks: list[str]
+    total_steps: int | None
+    on_failure: str  # stop | continue
+    report_metrics: list[str]
+    notes: list[str]
+
+
+STEP_FIELDS = tuple(StepRecord.__annotations__)
+
+# A catalog-drift finding of plan.json (``console.plan.resolve.Drift.to_dict``).
+DriftRecord = TypedDict(
+    "DriftRecord",
+    {
+        "step": str,
+        "kind": str,  # missing_path | unknown_key | key_exists
+        "item": str,
+        "origin": str,  # catalog | wrapper | user
+        "where": str,
+        "closest": str | None,
+        "source": str,
+        "class": str,  # catalog_drift
+        "message": str,
+    },
 )
+
+# step -> (cwd role, config, catalog args, user args): what resolve_plan needs (not serialized)
+ResolveInputs = dict[str, tuple[str, str | None, list[str], list[str]]]
+
+
+class PlanRecord(TypedDict):
+    """plan.json (``Plan.to_dict``)."""
+
+    spec: dict[str, Any]  # RunSpec.to_dict()
+    warnings: list[str]
+    steps: list[StepRecord]
+    drift: list[DriftRecord]
 
 
 @dataclass
@@ -59,12 +91,30 @@ class Step:
     # extra (optional) key: where the catalog follows upstream over the written procedure (report shows it)
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self, redact: bool = True) -> dict[str, Any]:
+    def to_dict(self, redact: bool = True) -> StepRecord:
         """The plan.json form. ``redact`` masks secret env values (never write an unredacted plan)."""
-        d = {name: getattr(self, name) for name in STEP_FIELDS}
-        d = {
-            k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
-            for k, v in d.items()
+        d: StepRecord = {
+            "name": self.name,
+            "title": self.title,
+            "argv": list(self.argv),
+            "env": dict(self.env),
+            "unset": list(self.unset),
+            "cwd": self.cwd,
+            "gpus": self.gpus,
+            "proves": self.proves,
+            "criteria": list(self.criteria),
+            "level": self.level,
+            "variant": self.variant,
+            "deliverable": self.deliverable,
+            "kind": self.kind,
+            "log_files": list(self.log_files),
+            "tb_dir": self.tb_dir,
+            "metrics_json": self.metrics_json,
+            "checks": list(self.checks),
+            "total_steps": self.total_steps,
+            "on_failure": self.on_failure,
+            "report_metrics": list(self.report_metrics),
+            "notes": list(self.notes),
         }
         if redact:
             d["env"] = redact_env(self.env)
@@ -81,9 +131,6 @@ class Step:
             kw["env"] = {str(k): str(v) for k, v in (kw["env"] or {}).items()}
         return cls(**kw)
 
-    def secret_env_names(self) -> list[str]:
-        return [k for k, v in self.env.items() if is_secret_name(k) and v]
-
 
 @dataclass
 class Plan:
@@ -91,11 +138,10 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # catalog_drift findings (console/plan/resolve.py): a step names a path or key the checkout lacks
-    drift: list[dict[str, Any]] = field(default_factory=list)
-    # step -> (cwd role, config, catalog args, user args): what resolve_plan needs (not serialized)
-    resolve_inputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    drift: list[DriftRecord] = field(default_factory=list)
+    resolve_inputs: ResolveInputs = field(default_factory=dict, repr=False, compare=False)
 
-    def to_dict(self, redact: bool = True) -> dict[str, Any]:
+    def to_dict(self, redact: bool = True) -> PlanRecord:
         spec = self.spec.to_dict()
         if redact:
             spec["env"] = redact_env(spec.get("env") or {})
@@ -104,7 +150,7 @@ class Plan:
             "spec": spec,
             "warnings": list(self.warnings),
             "steps": [s.to_dict(redact=redact) for s in self.steps],
-            "drift": [dict(d) for d in self.drift],
+            "drift": [d.copy() for d in self.drift],
         }
 
     @classmethod
@@ -113,7 +159,10 @@ class Plan:
             spec=RunSpec.from_dict(data.get("spec") or {}),
             steps=[Step.from_dict(s) for s in data.get("steps") or []],
             warnings=[str(w) for w in data.get("warnings") or []],
-            drift=[dict(d) for d in data.get("drift") or [] if isinstance(d, dict)],
+            # plan.json's own records, read back
+            drift=cast(
+                "list[DriftRecord]", [dict(d) for d in data.get("drift") or [] if isinstance(d, dict)]
+            ),
         )
 
     def step(self, name: str) -> Step | None:
@@ -124,4 +173,4 @@ class Plan:
         return max((s.gpus for s in self.steps), default=0)
 
 
-__all__ = ["Plan", "Step", "STEP_FIELDS", "MASK"]
+__all__ = ["MASK", "STEP_FIELDS", "DriftRecord", "Plan", "PlanRecord", "ResolveInputs", "Step", "StepRecord"]

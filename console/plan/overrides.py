@@ -9,6 +9,7 @@ The keys come from the YAML the step runs with, with its ``defaults`` chain merg
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def parse_override(text: str) -> Override:
     return override
 
 
-def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: dict[str, Any], child: Mapping[Any, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in child.items():
         if isinstance(value, dict) and value.get("_override_") is True:

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import shlex
 
+from console.commandtext import shell_line
 from console.plan.model import Plan, Step
 from console.redact import is_secret_name, redact_text
+from console.rundir.paths import RUN_DIR
 
-RUN_DIR = "{run_dir}"
+_FROM_ENV = "\0rl-console-from-env\0"  # an env value render_sh takes from the caller's environment
 
 
 def quote(word: str) -> str:
-    """shlex-quote ``word``, with each ``{run_dir}`` becoming a double-quoted "$RUN_DIR"."""
+    """shlex-quote ``word``, with each ``{run_dir}`` becoming a double-quoted "$RUN_DIR" (and an env
+    value marked from-env a reference to the caller's variable)."""
+    if word.startswith(_FROM_ENV):
+        key = word[len(_FROM_ENV) :]
+        return f'"${{{key}:?set {key} in your environment}}"'
     pieces = word.split(RUN_DIR)
     out = []
     for i, piece in enumerate(pieces):
@@ -32,20 +38,11 @@ def _step_lines(index: int, step: Step) -> list[str]:
         lines.append(f"# proves: {_comment(step.proves)}")
     for c in step.criteria:
         lines.append(f"# pass: {_comment(c)}")
-    words = ["env"]
-    for name in step.unset:
-        words += ["-u", quote(name)]
-    for key, value in step.env.items():
-        if is_secret_name(key) and value:
-            # never written here: taken from the caller's environment
-            words.append(f'{key}="${{{key}:?set {key} in your environment}}"')
-        else:
-            words.append(f"{key}={quote(value)}")
-    if words == ["env"]:
-        words = []
-    words += [quote(a) for a in step.argv]
+    # a secret env value is never written here: the script takes it from the caller's environment
+    env = {k: _FROM_ENV + k if is_secret_name(k) and v else v for k, v in step.env.items()}
+    line = shell_line(step.argv, env, step.unset, word=quote)
     tail = "|| true" if step.on_failure == "continue" else "|| exit $?"
-    lines.append(f"( cd {quote(step.cwd)} && {' '.join(words)} ) {tail}")
+    lines.append(f"( cd {quote(step.cwd)} && {line} ) {tail}")
     return lines
 
 

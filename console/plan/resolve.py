@@ -18,12 +18,13 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
 from console.catalog import CATALOG_DIR
+from console.plan.model import DriftRecord
 
 MANIFEST_PATH = CATALOG_DIR / "upstream_manifest.json"
 DRIFT_CLASS = "catalog_drift"
@@ -55,11 +56,18 @@ class Drift:
         }
         return f"{self.step}: {what.get(self.kind, self.item)}{hint}"
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["class"] = DRIFT_CLASS
-        d["message"] = self.message
-        return d
+    def to_dict(self) -> DriftRecord:
+        return {
+            "step": self.step,
+            "kind": self.kind,
+            "item": self.item,
+            "origin": self.origin,
+            "where": self.where,
+            "closest": self.closest,
+            "source": self.source,
+            "class": DRIFT_CLASS,
+            "message": self.message,
+        }
 
 
 class Source(Protocol):
@@ -158,7 +166,8 @@ class ManifestSource:
         self.label = f"upstream manifest ({commits})"
 
     def _repo(self, role: str) -> dict[str, Any]:
-        return self.m.get("repos", {}).get(self.roles.get(role, role), {})
+        repo: dict[str, Any] = self.m.get("repos", {}).get(self.roles.get(role, role), {})
+        return repo
 
     def has_path(self, role: str, rel: str) -> bool:
         return rel in set(self._repo(role).get("files", []))
@@ -213,9 +222,10 @@ def manifest_commits(
 @cache
 def load_manifest(path: str = str(MANIFEST_PATH)) -> dict[str, Any]:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return manifest
 
 
 def closest(item: str, pool: Iterable[str]) -> str | None:

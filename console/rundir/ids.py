@@ -9,7 +9,6 @@ from pathlib import Path
 from console.spec import RunSpec
 
 _UNSAFE = re.compile(r"[^a-z0-9]+")
-RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-[a-z0-9-]+$")
 
 
 def _slug(text: str) -> str:

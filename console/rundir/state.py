@@ -9,12 +9,15 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from console.fileio import write_json_atomic  # also imported from here by callers
+from console.fileio import write_json_atomic
 from console.rundir.lockfile import exclusive
+from console.rundir.model import State, StepState
+
+__all__ = ["State", "StepState", "write_json_atomic"]  # write_json_atomic: also imported from here
 
 STATE = "state.json"
 LOCK = ".lock"
@@ -35,8 +38,8 @@ def step_log_name(index: int, name: str) -> str:
 
 
 def initial_state(
-    run_id: str, steps: list[dict[str, Any]], launcher: str = "local", linked_from: str | None = None
-) -> dict[str, Any]:
+    run_id: str, steps: Sequence[Mapping[str, Any]], launcher: str = "local", linked_from: str | None = None
+) -> State:
     return {
         "id": run_id,
         "status": "pending",
@@ -75,18 +78,19 @@ def locked(run_dir: Path) -> Iterator[None]:
         yield
 
 
-def read_state(run_dir: Path) -> dict[str, Any]:
+def read_state(run_dir: Path) -> State:
     """The current state (raises FileNotFoundError when the folder holds none)."""
     with open(run_dir / STATE, encoding="utf-8") as fh:
-        return json.load(fh)
+        state: State = json.load(fh)
+    return state
 
 
-def write_state(run_dir: Path, state: dict[str, Any]) -> None:
+def write_state(run_dir: Path, state: State) -> None:
     with locked(run_dir):
         write_json_atomic(run_dir / STATE, state)
 
 
-def update_state(run_dir: Path, change: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+def update_state(run_dir: Path, change: Callable[[State], object]) -> State:
     """Read-modify-write under the lock; ``change`` edits the dict in place. Returns the new state."""
     with locked(run_dir):
         state = read_state(run_dir)
@@ -95,5 +99,5 @@ def update_state(run_dir: Path, change: Callable[[dict[str, Any]], Any]) -> dict
         return state
 
 
-def is_finished(state: dict[str, Any]) -> bool:
+def is_finished(state: Mapping[str, Any]) -> bool:
     return state.get("status") in TERMINAL

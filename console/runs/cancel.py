@@ -16,12 +16,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import psutil
 
+from console.monitor.procs import group_is_runs, is_run_supervisor, looks_like_ray, run_marker, run_processes
+from console.rundir.model import State
 from console.rundir.state import is_finished, read_state, update_state
-from console.runs.procs import group_is_runs, is_run_supervisor, looks_like_ray, run_marker, run_processes
 
 POLL_S = 0.1
 
@@ -102,7 +102,7 @@ def stop_local_ray() -> bool:
     return False
 
 
-def running_groups(state: dict[str, Any], marker: str | None = None) -> set[int]:
+def running_groups(state: State, marker: str | None = None) -> set[int]:
     """Process groups of steps still marked running (an ended step's id may belong to another process now).
 
     With ``marker`` (``run_marker(run_dir)``) only groups that are still the run's: the leader has
@@ -110,16 +110,17 @@ def running_groups(state: dict[str, Any], marker: str | None = None) -> set[int]
     """
     out = set()
     for s in state.get("steps", []):
+        pgid = s.get("pgid")
         if (
-            s.get("pgid")
+            pgid
             and s.get("status") == "running"
-            and (marker is None or group_is_runs(int(s["pgid"]), s.get("create_time"), marker))
+            and (marker is None or group_is_runs(int(pgid), s.get("create_time"), marker))
         ):
-            out.add(int(s["pgid"]))
+            out.add(int(pgid))
     return out
 
 
-def supervisor_alive(state: dict[str, Any], run_dir: Path) -> bool:
+def supervisor_alive(state: State, run_dir: Path) -> bool:
     """The run's own supervisor still runs (same pid, same create time, its command names the run)."""
     return is_run_supervisor(state.get("supervisor_pid"), state.get("supervisor_create_time"), run_dir)
 
@@ -134,7 +135,7 @@ def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
     if is_finished(state):
         return False
 
-    def ask(s: dict[str, Any]) -> None:
+    def ask(s: State) -> None:
         s["cancel_requested"] = True
         s["cancel_grace"] = grace
 
@@ -161,7 +162,7 @@ def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
     return True
 
 
-def mark_cancelled(state: dict[str, Any], reason: str = "run cancelled") -> None:
+def mark_cancelled(state: State, reason: str = "run cancelled") -> None:
     now = time.time()
     for step in state.get("steps", []):
         if step["status"] == "running":
@@ -170,7 +171,7 @@ def mark_cancelled(state: dict[str, Any], reason: str = "run cancelled") -> None
         elif step["status"] == "pending":
             step["status"] = "skipped"
             step["reason"] = reason
-    state.update(status="cancelled", verdict="Cancelled", ended=state.get("ended") or now)
+    state.update({"status": "cancelled", "verdict": "Cancelled", "ended": state.get("ended") or now})
 
 
 def _cancel_slurm(run_dir: Path, grace: float) -> bool:

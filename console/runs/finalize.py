@@ -21,23 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from console.fileio import write_json_atomic
+from console.rundir.paths import step_path
 
 EVIDENCE_DIR = "evidence"
 MAX_TB_BYTES = 256 << 20  # TB event files copied per step at most
 RESERVE_FILE = ".reserve"
 RESERVE_BYTES = 256 << 10  # freed on a full disk so the verdict can still be written
-
-
-def _resolve(value: str | None, step: dict[str, Any], run_dir: Path) -> Path | None:
-    if not value:
-        return None
-    path = Path(str(value).replace("{run_dir}", str(run_dir)))
-    if not path.is_absolute():
-        cwd = str(step.get("cwd") or "").replace("{run_dir}", str(run_dir))
-        if not cwd:
-            return None
-        path = Path(cwd) / path
-    return path
 
 
 def _inside(path: Path, run_dir: Path) -> bool:
@@ -61,10 +50,10 @@ def evidence_snapshot(run_dir: Path, step: dict[str, Any]) -> dict[str, list[int
     file system's timestamp granularity."""
     run_dir = Path(run_dir)
     snap: dict[str, list[int]] = {}
-    mj = _resolve(step.get("metrics_json"), step, run_dir)
+    mj = step_path(step.get("metrics_json"), step, run_dir)
     if mj is not None and (fp := _fingerprint(mj)) is not None:
         snap[str(mj)] = fp
-    tb = _resolve(step.get("tb_dir"), step, run_dir)
+    tb = step_path(step.get("tb_dir"), step, run_dir)
     if tb is not None and tb.is_dir():
         with contextlib.suppress(OSError):
             for src in tb.rglob("events.out.tfevents*"):
@@ -100,14 +89,14 @@ def collect_evidence(
     run_dir = Path(run_dir)
     dest = run_dir / EVIDENCE_DIR / f"{index + 1:02d}-{step.get('name', 'step')}"
     copied: list[str] = []
-    mj = _resolve(step.get("metrics_json"), step, run_dir)
+    mj = step_path(step.get("metrics_json"), step, run_dir)
     if mj is not None and mj.is_file() and not _inside(mj, run_dir) and _fresh(mj, since, before):
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy2(mj, dest / "metrics.json")
         shutil.copy2(mj, run_dir / ".metrics.json.tmp")
         os.replace(run_dir / ".metrics.json.tmp", run_dir / "metrics.json")
         copied += [str((dest / "metrics.json").relative_to(run_dir)), "metrics.json"]
-    tb = _resolve(step.get("tb_dir"), step, run_dir)
+    tb = step_path(step.get("tb_dir"), step, run_dir)
     if tb is not None and tb.is_dir() and not _inside(tb, run_dir):
         total = 0
         for src in sorted(tb.rglob("events.out.tfevents*")):
@@ -160,7 +149,7 @@ def record_verdict(
         try:
             from console.triage.verdict import run_verdict
 
-            triage = run_verdict(run_dir)
+            triage = dict(run_verdict(run_dir))
         except Exception:
             traceback.print_exc(file=sys.stderr)
             triage = {"framework": "unknown", "findings": [], "progress": {"step": None, "total": None}}

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from console import exitcodes
 from console.events import EventCursor
 from console.monitor.tailer import Tailer
+from console.rundir.model import State
 from console.rundir.state import STEP_TERMINAL, is_finished, read_state
 from console.runs.recover import current_state
 
@@ -33,7 +34,7 @@ def format_progress(number: Any, ev_data: dict[str, Any], step_name: str | None)
     return f"[step {where}{eta_txt}] {step_name or ''}".rstrip()
 
 
-def format_verdict(run_dir: Path, state: dict[str, Any]) -> list[str]:
+def format_verdict(run_dir: Path, state: State) -> list[str]:
     verdict = state.get("verdict") or "Incomplete"
     lines = [f"Verdict: {verdict}"]
     if verdict in ("Fail", "Blocked"):
@@ -69,7 +70,7 @@ class Follower:
         self.pending_progress: str | None = None
         self.done = False
 
-    def _progress_lines(self, state: dict[str, Any]) -> list[str]:
+    def _progress_lines(self, state: State) -> list[str]:
         events = self.events.read()
         steps = state.get("steps", [])
         current = state.get("current_step") or 0

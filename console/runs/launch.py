@@ -13,33 +13,26 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import SpecError
+from console.monitor.procs import process_create_time
 from console.redact import MASK, is_secret_name, redact_argv, redact_env, redact_obj, secret_argv_positions
 from console.rundir.ids import create_run_dir
+from console.rundir.paths import fill_run_dir
 from console.rundir.state import initial_state, update_state, write_json_atomic, write_state
-from console.runs.procs import process_create_time
 from console.spec import RunSpec
 
 SUPERVISOR_LOG = "supervisor.log"
 
 
-def substitute(value: Any, run_dir: str) -> Any:
-    """Replace ``{run_dir}`` in every string of a (nested) step value."""
-    if isinstance(value, str):
-        return value.replace("{run_dir}", run_dir)
-    if isinstance(value, list):
-        return [substitute(v, run_dir) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, run_dir) for k, v in value.items()}
-    return value
-
-
 def _as_dict(plan: Any) -> dict[str, Any]:
+    d: dict[str, Any]
     if not hasattr(plan, "to_dict"):
-        return json.loads(json.dumps(dict(plan), default=str))
+        d = json.loads(json.dumps(dict(plan), default=str))
+        return d
     try:
-        return plan.to_dict(redact=False)  # real values: secrets travel in the supervisor's env only
+        d = plan.to_dict(redact=False)  # real values: secrets travel in the supervisor's env only
     except TypeError:
-        return plan.to_dict()
+        d = plan.to_dict()
+    return d
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:
@@ -103,7 +96,7 @@ def secret_list(secrets: dict[str, Any]) -> list[str]:
 
 
 def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
-    out = json.loads(json.dumps(plan, default=str))
+    out: dict[str, Any] = json.loads(json.dumps(plan, default=str))
     for step in out["steps"]:
         step["env"] = redact_env(step.get("env") or {})
         step["argv"] = redact_argv(step["argv"])
@@ -162,7 +155,7 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     # console killed mid-way never leaves a visible run folder without state.json
     staging = root / f".{run_dir.name}.creating"
     try:
-        plan_dict = substitute(plan_dict, str(run_dir))
+        plan_dict = fill_run_dir(plan_dict, run_dir)
         plan_dict["spec"] = spec.to_dict()
         secrets = _secrets(plan_dict, dict(os.environ))
         staging.mkdir()
@@ -188,8 +181,10 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
     update_state(
         run_dir,
         lambda s: s.update(
-            supervisor_pid=s.get("supervisor_pid") or pid,
-            supervisor_create_time=s.get("supervisor_create_time") or ctime,
+            {
+                "supervisor_pid": s.get("supervisor_pid") or pid,
+                "supervisor_create_time": s.get("supervisor_create_time") or ctime,
+            }
         ),
     )
     return run_dir
@@ -213,9 +208,11 @@ def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Pat
         why = str(exc)
         update_state(
             run_dir,
-            lambda s: s.update(status="blocked", verdict="Blocked", ended=time.time(), slurm_reason=why),
+            lambda s: s.update(
+                {"status": "blocked", "verdict": "Blocked", "ended": time.time(), "slurm_reason": why}
+            ),
         )
         raise
-    update_state(run_dir, lambda s: s.update(slurm_job_id=job_id))
+    update_state(run_dir, lambda s: s.update({"slurm_job_id": job_id}))
     start_follower(run_dir)
     return run_dir

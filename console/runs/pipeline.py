@@ -23,6 +23,7 @@ from console.monitor.procs import run_process_tree
 from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
+from console.rundir.model import State
 from console.runs.sampling import SamplerThread
 from console.triage.engine import TriageEngine
 from console.triage.fastscan import GatedFeed
@@ -188,7 +189,6 @@ class Pipeline:
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
         self._sampler = self._sampler_fence.call(
             lambda: ResourceSampler(
-                bus,
                 gpu=GpuSampler(run_pids_fn=self._step_pids),
                 host=HostSampler(paths=default_disk_paths(run_dir)),
             )
@@ -241,7 +241,7 @@ class Pipeline:
         if self._sampling is not None and not self._sampling.stop():
             return  # a hung call holds the sampler: leave NVML alone, the process exits anyway
         if self._sampler is not None:
-            self._sampler_fence.call(self._sampler.gpu.close)
+            self._sampler_fence.call(self._sampler.close)
 
 
 # ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------
@@ -251,7 +251,7 @@ def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict
     try:
         result = run_verdict(run_dir)
         if isinstance(result, dict) and result.get("verdict"):
-            return result
+            return dict(result)
     except Exception:
         traceback.print_exc(file=sys.stderr)
     failed = [r for r in step_results.values() if r.get("verdict") in ("Fail", "Blocked")]
@@ -266,7 +266,18 @@ def run_outcome(
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
     from console.rundir.state import read_state
-    from console.runs.supervisor import decide_verdict  # the local supervisor's rule, not a copy
 
     triage = final_triage(run_dir, step_results)
     return decide_verdict(read_state(run_dir), steps, triage), triage
+
+
+def decide_verdict(state: State, steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
+    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
+    stopping_ok = all(
+        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
+        for s, plan_step in zip(state["steps"], steps, strict=False)
+    )
+    tri = (triage or {}).get("verdict")
+    if tri == "Fail" or tri == "Blocked":
+        return "Fail" if tri == "Fail" else "Blocked"
+    return "Pass" if stopping_ok else "Fail"

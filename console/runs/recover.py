@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
 
+from console.monitor.procs import run_marker, run_processes
+from console.rundir.model import State
 from console.rundir.state import is_finished, read_state, update_state
 from console.runs.cancel import running_groups, supervisor_alive
-from console.runs.procs import run_marker, run_processes
 from console.runs.stepwrap import read_exit
 
 LOST_REASON = "supervisor lost"
@@ -25,7 +25,7 @@ RECHECK_S = 3.0  # a lost run whose step still runs is scanned for again after t
 _STILL_RUNNING: dict[str, float] = {}
 
 
-def supervisor_lost(state: dict[str, Any], run_dir: Path | None = None) -> bool:
+def supervisor_lost(state: State, run_dir: Path | None = None) -> bool:
     """True when the run is not finished and its supervisor is gone: the recorded one is no longer
     the same process, or none was recorded ``START_GRACE_S`` after the run was created (the console
     that launched it died first)."""
@@ -34,7 +34,7 @@ def supervisor_lost(state: dict[str, Any], run_dir: Path | None = None) -> bool:
     if not state.get("supervisor_pid"):
         return time.time() - float(state.get("created") or 0) > START_GRACE_S
     if run_dir is None:
-        from console.runs.procs import same_process
+        from console.monitor.procs import same_process
 
         return not same_process(state.get("supervisor_pid"), state.get("supervisor_create_time"))
     return not supervisor_alive(state, Path(run_dir))
@@ -63,7 +63,7 @@ def settle_lost_run(run_dir: Path) -> bool:
     plan_steps = (read_json(run_dir / "plan.json", {}) or {}).get("steps") or []
     settled = False
 
-    def settle(s: dict[str, Any]) -> None:
+    def settle(s: State) -> None:
         nonlocal settled
         if is_finished(s) or not supervisor_lost(s, run_dir):
             return
@@ -72,13 +72,15 @@ def settle_lost_run(run_dir: Path) -> bool:
             code = read_exit(run_dir / step["log"].replace(".log", ".exit")) if step.get("log") else None
             if step["status"] == "running":
                 step.update(
-                    exit_code=code,
-                    ended=step.get("ended") or now,
-                    status="passed" if code == 0 else "failed",
-                    reason=None if code == 0 else f"{LOST_REASON} while the step ran",
+                    {
+                        "exit_code": code,
+                        "ended": step.get("ended") or now,
+                        "status": "passed" if code == 0 else "failed",
+                        "reason": None if code == 0 else f"{LOST_REASON} while the step ran",
+                    }
                 )
             elif step["status"] == "pending":
-                step.update(status="skipped", reason=LOST_REASON)
+                step.update({"status": "skipped", "reason": LOST_REASON})
             if (
                 step["status"] in ("passed", "failed")
                 and "evidence" not in step
@@ -93,7 +95,7 @@ def settle_lost_run(run_dir: Path) -> bool:
                         since=step.get("started"),
                         before=step.get("evidence_before"),
                     )
-        s.update(status="failed", verdict="Incomplete", ended=now, error=LOST_REASON)
+        s.update({"status": "failed", "verdict": "Incomplete", "ended": now, "error": LOST_REASON})
         settled = True
 
     update_state(run_dir, settle)
@@ -104,7 +106,7 @@ def settle_lost_run(run_dir: Path) -> bool:
     return settled
 
 
-def current_state(run_dir: Path) -> dict[str, Any]:
+def current_state(run_dir: Path) -> State:
     """``state.json`` as every view must show it: a run whose supervisor is lost is settled first."""
     run_dir = Path(run_dir)
     state = read_state(run_dir)
@@ -115,7 +117,7 @@ def current_state(run_dir: Path) -> dict[str, Any]:
     return state
 
 
-def read_current_state(run_dir: Path) -> dict[str, Any] | None:
+def read_current_state(run_dir: Path) -> State | None:
     """``current_state`` for tolerant readers (the TUI): None when the folder holds no readable state."""
     try:
         return current_state(run_dir)

@@ -14,6 +14,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from console.errors import SpecError
 from console.runs.launch import start_run
@@ -74,7 +75,7 @@ def pacing(lines: list[bytes], speed: float) -> list[float]:
     return delays
 
 
-def emit(log: Path, speed: float, out=None) -> int:
+def emit(log: Path, speed: float, out: BinaryIO | None = None) -> int:
     out = out or sys.stdout.buffer
     lines = log.read_bytes().splitlines(keepends=True)
     for delay, raw in zip(pacing(lines, speed), lines, strict=True):
@@ -102,7 +103,7 @@ def _not_a_text_log(log: Path) -> str | None:
     return None
 
 
-def replay_plan(log: Path, speed: float, framework: str) -> dict:
+def replay_plan(log: Path, speed: float, framework: str) -> dict[str, Any]:
     return {
         "steps": [
             {

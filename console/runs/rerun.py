@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +39,12 @@ def apply_remedy(spec: RunSpec, remedy: dict[str, Any], linked_from: str) -> Run
         "unset": unset,
         "overrides": [str(o) for o in remedy.get("overrides") or []],
     }
-    return RunSpec(
-        framework=spec.framework,
+    return replace(
+        spec,
         levels=list(spec.levels),
         variants=list(spec.variants),
-        model=spec.model,
-        bridge_repo=spec.bridge_repo,
-        repo=spec.repo,
         overrides=overrides,
         env=env,
-        runs_dir=spec.runs_dir,
-        launcher=spec.launcher,
-        slurm=spec.slurm,
         extra=extra,
     )
 

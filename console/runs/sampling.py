@@ -1,4 +1,6 @@
-"""Resource samples (NVML, disk, host) taken on their own thread for the supervisor.
+"""Resource samples taken on their own thread: NVML, disk and host for the supervisor
+(``console.monitor.sampler.ResourceSampler``), the job's nodes for the Slurm follower
+(``console.runs.slurm.gpu.NodeSampler``). One class, any sampler with ``sample_once()``.
 
 A hung NFS ``statvfs`` or NVML call blocks only this thread: the supervisor's loop (cancel, step end,
 log tailing) never waits for a sample. Samples are handed over through a queue and published by the
@@ -70,11 +72,6 @@ class SamplerThread:
         elif busy is None:
             self._stall_noted = False
         return out
-
-    @property
-    def stalled(self) -> bool:
-        busy = self._busy_since
-        return busy is not None and time.monotonic() - busy > self.stall_after_s
 
     def stop(self, timeout: float = 2.0) -> bool:
         """Ask the thread to end; True when it did within ``timeout`` (a hung call leaves it behind)."""

@@ -1,17 +1,26 @@
-"""The run store: a folder of run folders, newest first."""
+"""The run store: a folder of run folders, newest first. The one way the CLI and the TUI list runs,
+resolve a run reference and read a run's state (a run whose supervisor is lost is settled first)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from console.errors import RunNotFound
 from console.rundir.ids import looks_like_run_dir
+from console.rundir.model import State
 from console.runs.recover import current_state
+from console.spec import default_runs_dir
 
 
-def progress_of(state: dict[str, Any]) -> str:
+def runs_dir_from(arg: str | None) -> Path:
+    """``--runs-dir`` (or ``$RL_CONSOLE_RUNS``, or ``runs``), ``~`` expanded."""
+    return Path(arg or default_runs_dir()).expanduser()
+
+
+def progress_of(state: State) -> str:
     """``done/total`` steps, e.g. ``2/3``."""
     steps = state.get("steps") or []
     done = sum(1 for s in steps if s.get("status") in ("passed", "failed", "skipped", "cancelled"))
@@ -23,20 +32,29 @@ class RunStore:
         self.runs_dir = Path(runs_dir)
 
     def run_dirs(self) -> list[Path]:
-        if not self.runs_dir.is_dir():
+        """Run folders (a ``state.json`` inside, not hidden), newest id first."""
+        try:
+            entries = list(self.runs_dir.iterdir())
+        except OSError:
             return []
-        return sorted(
-            (p for p in self.runs_dir.iterdir() if looks_like_run_dir(p)), key=lambda p: p.name, reverse=True
-        )
+        runs = (p for p in entries if not p.name.startswith(".") and looks_like_run_dir(p))
+        return sorted(runs, key=lambda p: p.name, reverse=True)
 
-    def list(self) -> list[dict[str, Any]]:
-        """One summary per run, newest first: id, status, verdict, progress, current step, times."""
-        rows = []
+    def states(self) -> Iterator[tuple[Path, State]]:
+        """(run folder, current state) per run, newest id first; a folder whose state.json cannot
+        be read (half written, not JSON) is skipped."""
         for path in self.run_dirs():
             try:
                 state = current_state(path)
             except (OSError, ValueError):
                 continue
+            if isinstance(state, dict):
+                yield path, state
+
+    def list(self) -> list[dict[str, Any]]:
+        """One summary per run, newest first: id, status, verdict, progress, current step, times."""
+        rows = []
+        for path, state in self.states():
             steps = state.get("steps") or []
             current = state.get("current_step") or 0
             rows.append(
@@ -58,7 +76,7 @@ class RunStore:
 
     def resolve(self, run: str) -> Path:
         """A run folder from an id, a unique id prefix, a path, or ``last``."""
-        as_path = Path(run)
+        as_path = Path(run).expanduser()
         if looks_like_run_dir(as_path):
             return as_path.resolve()
         dirs = self.run_dirs()

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from console.events import Event, EventBus
+from console.monitor.procs import RUN_ID_ENV, process_create_time, run_marker
+from console.rundir.model import State
 from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state
 from console.runs.cancel import mark_cancelled, running_groups, stop_local_ray, terminate_tree
 from console.runs.finalize import (
@@ -38,8 +40,7 @@ from console.runs.finalize import (
     no_space_primary,
     record_verdict,
 )
-from console.runs.pipeline import Pipeline, final_triage
-from console.runs.procs import RUN_ID_ENV, process_create_time, run_marker
+from console.runs.pipeline import Pipeline, decide_verdict, final_triage
 from console.runs.stepwrap import exit_status, read_exit, write_exit
 
 TICK_S = 0.2
@@ -118,11 +119,13 @@ class Supervisor:
         return argv
 
     # ------------------------------------------------------------------ one step
-    def _spawn(self, index: int, step: dict[str, Any], log: Path, exit_file: Path) -> subprocess.Popen | None:
+    def _spawn(
+        self, index: int, step: dict[str, Any], log: Path, exit_file: Path
+    ) -> subprocess.Popen[bytes] | None:
         """Start the step under the state lock (so a cancel sees either no step or its pid)."""
-        proc: subprocess.Popen | None = None
+        proc: subprocess.Popen[bytes] | None = None
 
-        def start(state: dict[str, Any]) -> None:
+        def start(state: State) -> None:
             nonlocal proc
             if state.get("cancel_requested") or self._signalled:
                 return
@@ -151,11 +154,13 @@ class Supervisor:
                     write_exit(exit_file, 127)
             entry = state["steps"][index]
             entry.update(
-                status="running",
-                started=time.time(),
-                pid=proc.pid if proc else None,
-                pgid=proc.pid if proc else None,
-                create_time=process_create_time(proc.pid) if proc else None,
+                {
+                    "status": "running",
+                    "started": time.time(),
+                    "pid": proc.pid if proc else None,
+                    "pgid": proc.pid if proc else None,
+                    "create_time": process_create_time(proc.pid) if proc else None,
+                }
             )
             state["current_step"] = index
 
@@ -173,7 +178,7 @@ class Supervisor:
         with contextlib.suppress(OSError):
             before = evidence_snapshot(self.run_dir, step)
             snap = before
-            update_state(self.run_dir, lambda s: s["steps"][index].update(evidence_before=snap))
+            update_state(self.run_dir, lambda s: s["steps"][index].update({"evidence_before": snap}))
         proc = self._spawn(index, step, log, exit_file)
         if proc is None and not exit_file.exists():
             return None
@@ -227,9 +232,15 @@ class Supervisor:
         if status == "failed" and self.no_space and not reason:
             reason = f"no_space: {self.no_space}"
 
-        def done(state: dict[str, Any]) -> None:
+        def done(state: State) -> None:
             state["steps"][index].update(
-                status=status, exit_code=code, ended=time.time(), reason=reason, evidence=evidence
+                {
+                    "status": status,
+                    "exit_code": code,
+                    "ended": time.time(),
+                    "reason": reason,
+                    "evidence": evidence,
+                }
             )
 
         if self.no_space:
@@ -258,10 +269,12 @@ class Supervisor:
         update_state(
             self.run_dir,
             lambda s: s.update(
-                status="running",
-                started=time.time(),
-                supervisor_pid=os.getpid(),
-                supervisor_create_time=process_create_time(os.getpid()),
+                {
+                    "status": "running",
+                    "started": time.time(),
+                    "supervisor_pid": os.getpid(),
+                    "supervisor_create_time": process_create_time(os.getpid()),
+                }
             ),
         )
         self._publish("run_state", None, status="running", verdict=None)
@@ -286,8 +299,8 @@ class Supervisor:
         return self.finish()
 
     def _skip(self, index: int, step: dict[str, Any], reason: str) -> None:
-        def skip(state: dict[str, Any]) -> None:
-            state["steps"][index].update(status="skipped", reason=reason)
+        def skip(state: State) -> None:
+            state["steps"][index].update({"status": "skipped", "reason": reason})
 
         update_state(self.run_dir, skip)
         self._publish("step_state", step["name"], status="skipped", exit_code=None, reason=reason)
@@ -314,13 +327,15 @@ class Supervisor:
         self._end_state(verdict)
         return 0
 
-    def _end_state(self, verdict: str, **extra: Any) -> None:
-        def end(s: dict[str, Any]) -> None:
+    def _end_state(self, verdict: str, error: str | None = None) -> None:
+        def end(s: State) -> None:
             if verdict == "Cancelled":
                 mark_cancelled(s)
             s.update(
-                status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict, ended=time.time(), **extra
+                {"status": STATUS_BY_VERDICT.get(verdict, "failed"), "verdict": verdict, "ended": time.time()}
             )
+            if error is not None:
+                s["error"] = error
 
         update_state(self.run_dir, end)
         self._publish("run_state", None, status=STATUS_BY_VERDICT.get(verdict, "failed"), verdict=verdict)
@@ -336,13 +351,13 @@ class Supervisor:
             self._cancel_now(grace=2.0)
         primary = no_space_primary(f"No space left on device: {why}")
 
-        def stop(s: dict[str, Any]) -> None:
+        def stop(s: State) -> None:
             now = time.time()
             for st in s.get("steps", []):
                 if st["status"] == "running":
-                    st.update(status="failed", ended=now, reason=f"no_space: {why}")
+                    st.update({"status": "failed", "ended": now, "reason": f"no_space: {why}"})
                 elif st["status"] == "pending":
-                    st.update(status="skipped", reason="the disk is full (no_space)")
+                    st.update({"status": "skipped", "reason": "the disk is full (no_space)"})
 
         with contextlib.suppress(Exception):
             update_state(self.run_dir, stop)
@@ -355,23 +370,11 @@ class Supervisor:
         return final_triage(self.run_dir, self.pipeline.step_results)  # shared with the Slurm follower
 
 
-def _steps_cancelled(state: dict[str, Any]) -> None:
+def _steps_cancelled(state: State) -> None:
     """``mark_cancelled`` for the steps only: the run's own status is written last."""
     status, verdict, ended = state.get("status"), state.get("verdict"), state.get("ended")
     mark_cancelled(state)
-    state.update(status=status, verdict=verdict, ended=ended)
-
-
-def decide_verdict(state: dict[str, Any], steps: list[dict[str, Any]], triage: dict[str, Any] | None) -> str:
-    """Triage when decisive (Fail/Blocked, or Pass with all steps passed); else the step statuses."""
-    stopping_ok = all(
-        s["status"] == "passed" or (plan_step.get("on_failure") == "continue" and s["status"] == "failed")
-        for s, plan_step in zip(state["steps"], steps, strict=False)
-    )
-    tri = (triage or {}).get("verdict")
-    if tri in ("Fail", "Blocked"):
-        return tri
-    return "Pass" if stopping_ok else "Fail"
+    state.update({"status": status, "verdict": verdict, "ended": ended})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -402,10 +405,12 @@ def _crashed(sup: Supervisor) -> int:
         update_state(
             sup.run_dir,
             lambda s: s.update(
-                status="failed",
-                verdict="Incomplete",
-                ended=time.time(),
-                error="supervisor crashed (see supervisor.log)",
+                {
+                    "status": "failed",
+                    "verdict": "Incomplete",
+                    "ended": time.time(),
+                    "error": "supervisor crashed (see supervisor.log)",
+                }
             ),
         )
     return 1

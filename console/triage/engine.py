@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.monitor.text import clean_line
+from console.monitor.text import RAY_PREFIX_RE, clean_line
 from console.redact import redact_text
 from console.triage import rootcause
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
 from console.triage.metricwatch import MetricWatch
+from console.triage.model import FindingRecord, Remedy, TriageResult
 from console.triage.rules import NOISE_CLASS, Catalog, ExceptionRule, Rule, default_catalog
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
@@ -32,6 +34,9 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
+# glog-style error/fatal levels of the C++ parts: PyTorch c10 "[E704 13:48:58.26 file.cpp:12]" / "[F file.cpp:12]",
+# Ray's "[2024-05-01 10:00:00,000 E 1234 5678]"
+GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ", " C ", ".cc:", ".cpp:")
 STRUCTURE_LITERALS = (
     TRACEBACK_START,
     FRAME_LITERAL,
@@ -40,6 +45,7 @@ STRUCTURE_LITERALS = (
     "FATAL",
     "CRITICAL",
     "Check failed",
+    *GLOG_LEVEL_LITERALS,
     *CHAIN_LITERALS,
     *EXCEPTION_LITERALS,
     *IMPORT_LITERALS,
@@ -57,7 +63,7 @@ _BLOCKING_RE = re.compile(
     r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
 )
 _EXC_RE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure))"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
@@ -66,7 +72,7 @@ _PREFIX_RE = re.compile(
     "|".join(
         f"(?:{p})"
         for p in (
-            r"\((?:[^()]{0,160}?\bpid=[^)]{0,80}|(?:raylet|gcs_server|autoscaler|monitor|dashboard\w*)(?:, ip=[^)]{0,60})?)\)\s?",
+            RAY_PREFIX_RE.pattern,
             r"\[(?:default|rank)\d+\]:\s?",
             r"\[\d+\] (?=\[)",
             r"[\w.-]+-\d+\s+\| ",
@@ -78,8 +84,12 @@ _PREFIX_RE = re.compile(
 )
 _RAY_WRAPPERS = ("RayTaskError", "RayActorError")
 # An error-level log line (log level or glog/Ray "Check failed"): the components table may name it.
-ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed")
-_ERROR_LEVEL_RE = re.compile(r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b")
+ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed", *GLOG_LEVEL_LITERALS)
+_ERROR_LEVEL_RE = re.compile(
+    r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b"
+    r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|\[\d{4}-\d\d-\d\d [\d:,.]+ [EFC] \d+ \d+\]"
+    r"|(?:^|\s)[EF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+(?: \d+)? [\w./-]+:\d+\]"
+)
 _METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 REPEAT_LINES = 512  # repeated lines remembered (see TriageEngine._remember)
@@ -141,7 +151,7 @@ class Finding:
     soft: bool = False
     file: str | None = None
     advice: str | None = None
-    remedy: dict[str, Any] | None = None
+    remedy: Remedy | None = None
     tier: int | None = None
     confidence: float = 0.9
     lines: list[int] = field(default_factory=list)
@@ -149,8 +159,8 @@ class Finding:
     min_count: int = 1
     also: list[str] = field(default_factory=list)  # other classes the same evidence fits
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_dict(self) -> FindingRecord:
+        d: FindingRecord = {
             "class": self.cls,
             "verdict": self.verdict,
             "line": self.line,
@@ -215,17 +225,10 @@ class TriageEngine:
         self.total: int | None = None
         self.completed_line: int | None = None
         self.exiting_line: int | None = None  # the process started to exit (shutdown-only warnings)
-        self.complete_reason: str | None = None
         self.last_line = 0
         self.source: str | None = None
 
     # ------------------------------------------------------------------ public API
-
-    def set_framework(self, framework: str) -> None:
-        """Fix the framework (given by the user or detected by a scanner): no more detection."""
-        if framework in FRAMEWORKS:
-            self.framework = framework
-            self._detect = framework == "nemo-rl"  # a NeMo-RL-shaped log may still turn out to be the demo
 
     @property
     def open_traceback(self) -> bool:
@@ -242,7 +245,7 @@ class TriageEngine:
         loop can test them without a call per line."""
         return self._tbs, self._chain_pending, self._noise_pending
 
-    def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
+    def feed(self, lineno: int, text: str) -> list[FindingRecord]:
         if "\x1b" in text or "\r" in text:
             text = clean_line(text)
         if lineno > self.last_line:
@@ -327,7 +330,8 @@ class TriageEngine:
             and _ERROR_LEVEL_RE.search(text)
             and not (rule and rule.verdict == "Noise")
         ):
-            f = self._component_finding(body, lineno)
+            # the process prefix names who printed it, e.g. "(raylet)": part of what the components read
+            f = self._component_finding(f"{prefix} {body}" if prefix else body, lineno)
             if f is not None:
                 added = self._add_finding(f, count)
                 if added is not None:
@@ -366,7 +370,7 @@ class TriageEngine:
                 new.append(added)
         return new
 
-    def note_hang(self, idle_s: float, lineno: int | None = None) -> dict[str, Any]:
+    def note_hang(self, idle_s: float, lineno: int | None = None) -> FindingRecord:
         """The monitor saw no progress for ``idle_s`` seconds: record a ``hang`` finding."""
         line = lineno if lineno is not None else self.last_line
         f = self._add(
@@ -383,7 +387,7 @@ class TriageEngine:
 
     def note_cancel(
         self, reason: str = "cancelled from the console", lineno: int | None = None
-    ) -> dict[str, Any]:
+    ) -> FindingRecord:
         """The user cancelled the run (rl-console's own cancel): the verdict is Cancelled, never Fail."""
         line = lineno if lineno is not None else self.last_line
         f = Finding(
@@ -398,7 +402,7 @@ class TriageEngine:
         added = self._add_finding(f, 1)
         return (added or self._findings[("cancelled", "console_cancel")]).to_dict()
 
-    def result(self, exit_code: int | None = None) -> dict[str, Any]:
+    def result(self, exit_code: int | None = None) -> TriageResult:
         """The triage JSON of DESIGN.md. Can be called repeatedly while lines are still fed."""
         findings = [copy.copy(f) for f in self._order]
         findings.extend(self._pending_traceback_findings(findings))
@@ -487,7 +491,7 @@ class TriageEngine:
         """The literals that select markers or the metric watcher and nothing else (see feed_light)."""
         return self._light_literals
 
-    def feed_light(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+    def feed_light(self, lineno: int, text: str, present: set[str]) -> list[FindingRecord]:
         """``feed(lineno, text)`` for a line a scanner has read: ``text`` holds no ESC or CR, ``present`` is
         exactly the set of ``self.literals`` in it, all of them in ``light_literals``, and it holds none of
         EXCEPTION_WORDS. Such a line is never a remembered repeat (those hold rule-only literals)."""
@@ -503,7 +507,7 @@ class TriageEngine:
             return [f.to_dict() for f in self._metric_findings(lineno, text)]
         return self._feed_markers_only(lineno, text, present)
 
-    def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[dict[str, Any]]:
+    def _feed_markers_only(self, lineno: int, text: str, present: set[str]) -> list[FindingRecord]:
         """feed() for a line whose literals are all in ``_light_literals`` and that holds no
         EXCEPTION_WORDS, with no traceback open: the same state changes, in the same order."""
         if self._detect:
@@ -600,6 +604,7 @@ class TriageEngine:
         return None
 
     def _markers(self, body: str, lineno: int, present: set[str]) -> None:
+        idx: Sequence[int]
         if len(present) == 1:
             for lit in present:
                 idx = self._markers_of.get(lit, ())
@@ -618,15 +623,17 @@ class TriageEngine:
             groups = hit.groupdict()
             if m.kind == "progress":
                 step = int(groups["step"])
+                if step < m.min_step:
+                    continue
                 self.step = step if self.step is None else max(self.step, step)
                 if groups.get("total"):
                     self.total = int(groups["total"])
                 if m.complete_at_total and self.total and step >= self.total:
-                    self._complete(lineno, m.id, body)
+                    self._complete(lineno, body)
             elif m.kind == "total":
                 self.total = int(groups["total"])
             elif m.kind == "complete":
-                self._complete(lineno, m.id, body)
+                self._complete(lineno, body)
             elif m.kind == "context" and m.tag:
                 self.context[m.tag] = lineno
                 self.context_first.setdefault(m.tag, lineno)
@@ -637,10 +644,9 @@ class TriageEngine:
             elif m.kind == "fatal" and len(self.fatal) < 20:
                 self.fatal.append((lineno, m.id, evidence_text(body)))
 
-    def _complete(self, lineno: int, reason: str, body: str) -> None:
+    def _complete(self, lineno: int, body: str) -> None:
         if self.completed_line is None:
             self.completed_line = lineno
-            self.complete_reason = reason
             self.evidence.setdefault("complete", evidence_text(body))
 
     def _structure(self, prefix: str, body: str, lineno: int, new: list[Finding]) -> None:
@@ -665,8 +671,10 @@ class TriageEngine:
             return
         fm = _FRAME_RE.match(body)
         if fm:
-            tb = self._tbs.get(prefix)
-            if tb is None:  # an excerpt that starts inside a traceback
+            found = self._tbs.get(prefix)
+            if found is not None:
+                tb = found
+            else:  # an excerpt that starts inside a traceback
                 tb = _Traceback(start=lineno, noise=prefix in self._noise_pending)
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb
@@ -740,16 +748,29 @@ class TriageEngine:
             tb.classified = True
 
     def _exception_finding(
-        self, etype: str, inner: str | None, msg: str, lineno: int, text: str, frames: list[str] | None = None
+        self,
+        etype: str,
+        inner: str | None,
+        msg: str,
+        lineno: int,
+        text: str,
+        frames: list[str] | None = None,
+        stage: str = "all",
     ) -> Finding | None:
-        """A finding named by the exception's type (the wrapped type for Ray wrappers), or None."""
+        """A finding named by the exception's type (the wrapped type for Ray wrappers), or None.
+        ``stage``: "early" skips the entries that yield to frame rules (``after_frames``), "late" tries
+        only those, "all" both (an exception line with no frames)."""
         types = [inner, etype] if inner else [etype]
         for t in types:
             if t is None:
                 continue
             if t.rsplit(".", 1)[-1] in ("ModuleNotFoundError", "ImportError"):
+                if stage == "late":
+                    return None
                 return self._import_decision(msg, text, lineno, frames or [], t, in_worker=inner is not None)
             for er in self.cat.exceptions:
+                if (stage == "early" and er.after_frames) or (stage == "late" and not er.after_frames):
+                    continue
                 if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
                     return self._exc_rule_finding(er, lineno, text)
         return None
@@ -782,6 +803,7 @@ class TriageEngine:
             file=self.source,
             tier=er.tier if er.tier is not None else info.tier,
             confidence=er.confidence,
+            also=list(er.also),
         )
 
     def _import_finding(self, prefix: str, body: str, lineno: int, tb: _Traceback | None) -> Finding | None:
@@ -852,7 +874,9 @@ class TriageEngine:
             exc = _EXC_RE.match(tb.exc_text or "")
             etype = exc.group("type") if exc else ""
             msg = (exc.group("msg") or "") if exc else ""
-            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames)
+            if not msg and etype.endswith("AssertionError") and tb.sources and tb.sources[-1]:
+                msg = tb.sources[-1]  # a bare `assert`: the asserted statement is the message
+            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="early")
             if f is not None:
                 f.lines = lines
                 return f
@@ -869,10 +893,25 @@ class TriageEngine:
             )
         frames = "\n".join([tb.exc_text or "", *tb.frames] if tb.wrapper else tb.frames)
         for fr in self.cat.frame_rules:
-            if fr.regex.search(frames):
+            if fr.unterminated and (tb.exc_text is not None or self.root_exception is not None):
+                continue  # a guess from a cut traceback, never over an exception already seen
+            if fr.regex.search("\n".join(tb.frames[-fr.last :]) if fr.last else frames):
                 return Finding(
-                    fr.cls, fr.verdict, line, evidence, fr.id, file=self.source, confidence=0.6, lines=lines
+                    fr.cls,
+                    fr.verdict,
+                    line,
+                    evidence,
+                    fr.id,
+                    file=self.source,
+                    tier=fr.tier,
+                    confidence=fr.confidence,
+                    lines=lines,
                 )
+        if tb.exc_text is not None or tb.wrapper:
+            f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="late")
+            if f is not None:
+                f.lines = lines
+                return f
         if tb.chained:
             prev = self._last_closed.get(prefix)
             if prev is not None and prev is not tb and prev.classified:

@@ -90,8 +90,8 @@ def score_case(case: dict[str, Any], workdir: Path) -> CaseResult:
     want_v = _as_list(case.get("expected_verdict"))
     want_c = _as_list(case.get("expected_class"))
     got_v = str(res.get("verdict"))
-    primary = res.get("primary") or {}
-    got_c = primary.get("class")
+    primary = res.get("primary")
+    got_c = primary.get("class") if primary else None
     false_pass = False
     if want_v == ["Pass"]:
         v_ok = got_v in ("Pass", "Incomplete")
@@ -110,7 +110,7 @@ def score_case(case: dict[str, Any], workdir: Path) -> CaseResult:
         verdict_ok=v_ok,
         class_ok=c_ok,
         false_pass=false_pass,
-        evidence=str(primary.get("evidence") or "")[:120],
+        evidence=str((primary.get("evidence") if primary else None) or "")[:120],
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 
 from console.monitor.text import clean_line
 from console.triage.engine import STRUCTURE_LITERALS, TriageEngine
+from console.triage.model import FindingRecord
 from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
 
 CHUNK = 16 << 20
@@ -280,7 +281,7 @@ class GatedFeed:
         self.fed = 0
         self.skipped = 0
 
-    def feed(self, lineno: int, text: str) -> list[dict[str, Any]]:
+    def feed(self, lineno: int, text: str) -> list[FindingRecord]:
         engine = self.engine
         if engine.detects_at(lineno):
             need = True

@@ -4,7 +4,8 @@ grad norm, a reward collapse.
 A NaN/Inf *loss* is already decisive on one line (a catalog rule). A single non-finite grad norm is
 not: fp16 loss scaling skips such steps routinely, so it takes two consecutive reports.
 Values are read from ``key: value`` / ``key=value`` pairs (verl ``actor/grad_norm:np.float64(nan)``,
-Megatron ``grad norm: 1.23``, NeMo-RL ``Grad norm: 0.5``, tqdm ``reward=0.4``).
+Megatron ``grad norm: 1.23``, NeMo-RL ``Grad norm: 0.5``, tqdm ``reward=0.4``, the HF Trainer's dict
+``{'grad_norm': nan}``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import NamedTuple
 LITERALS = ("grad_norm", "grad norm", "Grad norm", "grad-norm", "gradient norm", "reward", "Reward")
 
 _PAIR = re.compile(
-    r"(?P<key>[A-Za-z][\w/@.\-]*(?: [a-z][\w/@.\-]*){0,2})\s*(?::|=)\s*"
+    r"(?P<key>[A-Za-z][\w/@.\-]*(?: [a-z][\w/@.\-]*){0,2})['\"]?\s*(?::|=)\s*"
     r"(?:np\.float\d+\(|tensor\()?(?P<val>[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))(?![\w.])",
     re.IGNORECASE,
 )

@@ -20,17 +20,17 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-try:  # Python >= 3.11 names the parser re._parser; 3.10 and older call it sre_parse
+if TYPE_CHECKING:  # typeshed types the regex parser under its pre-3.11 names only
+    import sre_constants as _c
+    import sre_parse as _p
+else:  # Python >= 3.11 (requires-python) names it re._parser
     import re._constants as _c
     import re._parser as _p
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
 
 # A query: True (no requirement), a literal string, ("and", [q...]) or ("or", [q...]).
-Query = Any
+Query: TypeAlias = "Literal[True] | str | tuple[str, list[Query]]"
 MIN_FACTOR = 2  # one-character factors filter nothing worth the test
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT} | (
     {_c.POSSESSIVE_REPEAT} if hasattr(_c, "POSSESSIVE_REPEAT") else set()
@@ -122,7 +122,8 @@ def _expr(q: Query) -> str:
 def compile_query(q: Query) -> Callable[[str], bool]:
     """The query as one Python expression over the text ``s`` (a few ``in`` tests, no calls)."""
     # the code is built from string literals written with repr(), nothing else
-    return eval(f"lambda s: {_expr(q)}", {"__builtins__": {}})  # noqa: S307
+    test: Callable[[str], bool] = eval(f"lambda s: {_expr(q)}", {"__builtins__": {}})  # noqa: S307
+    return test
 
 
 def _and(parts: list[Query]) -> Query:
@@ -180,6 +181,8 @@ class _Reader:
                 continue
             if op in _GROUPS:
                 sub = av[-1]
+                q: Query
+                lit: str | None
                 if op is _c.SUBPATTERN and (av[1] | av[2]) & re.IGNORECASE and not self.ignorecase:
                     self.uses_ignorecase = (
                         True  # a scoped (?i:...): the caller reads it all again ignoring case

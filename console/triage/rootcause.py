@@ -24,7 +24,9 @@ Rules of the choice (the procedures' "first causal error, not the last traceback
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from console.triage.model import Alternative, Primary, TriageResult
 
 if TYPE_CHECKING:
     from console.triage.engine import Finding, TriageEngine
@@ -48,7 +50,7 @@ def run_died(engine: TriageEngine, exit_code: int | None) -> bool:
     return bool(engine.fatal) or engine.root_exception is not None or engine.open_traceback
 
 
-def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None) -> dict[str, Any]:
+def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None) -> TriageResult:
     from console.triage.engine import Finding
 
     completed = engine.completed_line is not None
@@ -93,7 +95,7 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     else:
         verdict = "Incomplete"
     findings.sort(key=lambda f: (f.file or "", f.line))
-    out: dict[str, Any] = {
+    out: TriageResult = {
         "verdict": verdict,
         "framework": engine.framework,
         "primary": _primary_dict(engine, primary) if primary else None,
@@ -105,7 +107,9 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     return out
 
 
-def _death_finding(engine: TriageEngine, exit_code: int | None, completed: bool, finding_cls: Any) -> Finding:
+def _death_finding(
+    engine: TriageEngine, exit_code: int | None, completed: bool, finding_cls: type[Finding]
+) -> Finding:
     """The run died and no rule explains it: unknown_error (teardown_crash after completion), with the
     deepest causal exception line as evidence, else the fatal line, else the exit code."""
     cls = "teardown_crash" if completed else "unknown_error"
@@ -163,7 +167,7 @@ def _choose(engine: TriageEngine, candidates: list[Finding]) -> Finding:
     return _earliest_of_lowest_tier(engine, [f for f in candidates if f.verdict != "Cancelled"] or candidates)
 
 
-def _alternatives(engine: TriageEngine, primary: Finding, candidates: list[Finding]) -> list[dict[str, Any]]:
+def _alternatives(engine: TriageEngine, primary: Finding, candidates: list[Finding]) -> list[Alternative]:
     best: dict[str, Finding] = {}
     for f in candidates:
         if f.cls == primary.cls:
@@ -175,7 +179,7 @@ def _alternatives(engine: TriageEngine, primary: Finding, candidates: list[Findi
         ):
             best[f.cls] = f
     ranked = sorted(best.values(), key=lambda f: (_tier(engine, f.cls, f), -f.confidence, f.line))
-    out = [
+    out: list[Alternative] = [
         {
             "class": f.cls,
             "verdict": f.verdict,
@@ -207,11 +211,11 @@ def _earliest_of_lowest_tier(engine: TriageEngine, candidates: list[Finding]) ->
     return same[0] if len({f.file for f in same}) > 1 else min(same, key=lambda f: f.line)
 
 
-def _primary_dict(engine: TriageEngine, f: Finding) -> dict[str, Any]:
+def _primary_dict(engine: TriageEngine, f: Finding) -> Primary:
     info = engine.cat.classes[f.cls]
     advice = f.advice or info.advice_for(engine.framework)
     remedy = copy.deepcopy(f.remedy if f.remedy is not None else info.remedy_for(engine.framework))
-    d: dict[str, Any] = {
+    d: Primary = {
         "class": f.cls,
         "verdict": f.verdict,
         "line": f.line,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from console.errors import ConsoleError
+from console.catalog import CATALOG_DIR, CatalogError, load_toml
+from console.catalog.progress import KINDS as PROGRESS_KINDS
+from console.catalog.progress import progress_patterns
+from console.catalog.schema import Remedy, TriageRulesCatalog
 
-CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "triage_rules.toml"
+CATALOG = CATALOG_DIR / "triage_rules.toml"
 
 # The class ids of DESIGN.md (plus the Noise pseudo-class). The catalog must cover every one.
 CLASS_IDS = (
@@ -44,8 +46,11 @@ VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
 MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal", "exiting")
 
 
-class CatalogError(ConsoleError):
-    """The triage catalog is malformed (a bug in the data, reported as one line)."""
+class FrameworkAdvice(TypedDict, total=False):
+    """A class's advice and remedy for one framework, where they differ from its own."""
+
+    advice: str
+    remedy: Remedy
 
 
 @dataclass(frozen=True)
@@ -55,14 +60,14 @@ class ClassInfo:
     verdict: str
     tier: int
     advice: str
-    remedy: dict[str, Any]
-    by_framework: dict[str, dict[str, Any]] = field(default_factory=dict)
+    remedy: Remedy
+    by_framework: dict[str, FrameworkAdvice] = field(default_factory=dict)
     explains: tuple[str, ...] = ()  # classes this one explains when both are found (it wins)
 
     def advice_for(self, framework: str) -> str:
         return self.by_framework.get(framework, {}).get("advice", self.advice)
 
-    def remedy_for(self, framework: str) -> dict[str, Any]:
+    def remedy_for(self, framework: str) -> Remedy:
         return self.by_framework.get(framework, {}).get("remedy", self.remedy)
 
 
@@ -74,7 +79,7 @@ class Rule:
     literals: tuple[str, ...]
     regex: re.Pattern[str]
     advice: str | None = None
-    remedy: dict[str, Any] | None = None
+    remedy: Remedy | None = None
     soft: bool = False
     context: str | None = None
     frameworks: tuple[str, ...] = ()
@@ -95,6 +100,8 @@ class ExceptionRule:
     message_re: re.Pattern[str] | None = None
     tier: int | None = None
     confidence: float = 0.8
+    also: tuple[str, ...] = ()  # other classes the same exception fits (reported as alternatives)
+    after_frames: bool = False  # a weak type-only guess: the traceback's frame rules go first
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,10 @@ class FrameRule:
     verdict: str
     regex: re.Pattern[str]
     upgrades: tuple[str, ...] = ()  # a finding of these classes inside such frames becomes this class
+    last: int = 0  # >0: only the deepest `last` frames are read (where the error was raised)
+    unterminated: bool = False  # only a traceback cut before its exception line (an excerpt)
+    tier: int | None = None
+    confidence: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,7 @@ class Marker:
     regex: re.Pattern[str]
     tag: str | None = None
     complete_at_total: bool = False
+    min_step: int = 0  # progress: a lower step is not a training step
     upgrades: tuple[str, ...] = ()  # context: findings of these classes near it become `cls`
     cls: str | None = None
 
@@ -151,13 +163,14 @@ class Catalog:
     def literals(self) -> list[str]:
         """Every literal the prefilter needs (rules and markers), deduplicated, in a stable order."""
         seen: dict[str, None] = {}
-        for item in (*self.rules, *self.markers):
+        items: tuple[Rule | Marker, ...] = (*self.rules, *self.markers)
+        for item in items:
             for lit in item.literals:
                 seen.setdefault(lit, None)
         return list(seen)
 
 
-def normalise_remedy(raw: Any, where: str) -> dict[str, Any]:
+def normalise_remedy(raw: Any, where: str) -> Remedy:
     raw = raw or {}
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: remedy must be a table")
@@ -198,9 +211,9 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         verdict = c.get("verdict")
         if verdict not in VERDICTS:
             raise CatalogError(f"{where}: verdict must be one of {VERDICTS}")
-        by_fw: dict[str, dict[str, Any]] = {}
+        by_fw: dict[str, FrameworkAdvice] = {}
         for fw, extra in (c.get("by_framework") or {}).items():
-            entry: dict[str, Any] = {}
+            entry: FrameworkAdvice = {}
             if "advice" in extra:
                 entry["advice"] = str(extra["advice"])
             if "remedy" in extra:
@@ -271,6 +284,10 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 verdict=r.get("verdict", classes[cls].verdict),
                 regex=_compile(r.get("regex"), where),
                 upgrades=upgrades,
+                last=int(r.get("last", 0)),
+                unterminated=bool(r.get("unterminated", False)),
+                tier=int(r["tier"]) if "tier" in r else None,
+                confidence=float(r.get("confidence", 0.6)),
             )
         )
     markers = []
@@ -286,6 +303,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 regex=_compile(m.get("regex"), where),
                 tag=m.get("tag"),
                 complete_at_total=bool(m.get("complete_at_total", False)),
+                min_step=int(m.get("min_step", 0)),
                 upgrades=tuple(m.get("upgrades") or ()),
                 cls=m.get("class"),
             )
@@ -314,8 +332,12 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                 message_re=_compile(e["message"], where) if "message" in e else None,
                 tier=int(e["tier"]) if "tier" in e else None,
                 confidence=float(e.get("confidence", 0.8)),
+                also=tuple(e.get("also") or ()),
+                after_frames=bool(e.get("after_frames", False)),
             )
         )
+        if any(a not in classes for a in exceptions[-1].also):
+            raise CatalogError(f"{where}: unknown class in also {exceptions[-1].also}")
     components = []
     for i, c in enumerate(data.get("component") or []):
         where = f"component[{i}] {c.get('id', '?')}"
@@ -350,11 +372,11 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     path = path or CATALOG
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"cannot read triage catalog {path}: {exc}") from None
+    data = dict(load_toml(path, TriageRulesCatalog))  # a copy: the loader's dict is shared
+    own = [m.get("id") for m in data.get("marker") or [] if m.get("kind") in PROGRESS_KINDS]
+    if own:
+        raise CatalogError(f"{path.name}: progress/total/complete markers {own} belong in progress.toml")
+    data["marker"] = [p.as_marker() for p in progress_patterns()] + list(data.get("marker") or [])
     return parse_catalog(data)
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, BinaryIO
 
 from console.errors import ConsoleError
 from console.triage.engine import TriageEngine
 from console.triage.fastscan import CHUNK, LINE_CAP, Finder, LineGate, line_text, make_finder, scan_file
+from console.triage.model import TriageResult
 from console.triage.rules import Catalog, default_catalog
 
 __all__ = [
@@ -44,7 +45,7 @@ def detect_framework(head: bytes, cat: Catalog) -> str:
     return "unknown"
 
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> BinaryIO:
     try:
         fh = open(path, "rb")  # noqa: SIM115
     except IsADirectoryError:
@@ -86,14 +87,14 @@ def scan_paths(
     Raises ``ConsoleError`` (exit 2) with one clear line for a missing or unreadable file.
     """
     cat = catalog or default_catalog()
-    paths = [Path(p) for p in paths]
-    for p in paths:  # check them all before reading any
+    files = [Path(p) for p in paths]
+    for p in files:  # check them all before reading any
         _open(p).close()
     engine = TriageEngine(framework or "unknown", catalog=cat)
     gate = None if every_line else LineGate(engine)
     finder = None if gate is None else gate.hit_finder()
-    for p in paths:
-        engine.source = str(p) if len(paths) > 1 else None
+    for p in files:
+        engine.source = str(p) if len(files) > 1 else None
         with _open(p) as fh:
             try:
                 if gate is None:
@@ -111,6 +112,6 @@ def triage_files(
     exit_code: int | None = None,
     catalog: Catalog | None = None,
     every_line: bool = False,
-) -> dict[str, Any]:
+) -> TriageResult:
     """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md."""
     return scan_paths(paths, framework, catalog, every_line).result(exit_code)

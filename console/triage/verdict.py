@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from console.catalog import load_toml
+from console.commandtext import command_line, remedy_text
 from console.events import iter_events
 from console.fileio import read_json
-from console.redact import redact_env, redact_text
+from console.rundir.paths import step_path
+from console.triage.model import Deliverable, Progress, StepVerdict, TriageResult, Verdict
 from console.triage.rules import CATALOG, default_catalog
 
 FRAMEWORK_LABELS = {"nemo-rl": "NeMo-RL", "verl": "verl", "demo": "demo"}
@@ -54,15 +57,8 @@ VENDORED_BRIDGE = "3rdparty/Megatron-Bridge-workspace/Megatron-Bridge"
 
 
 def _limitations_catalog() -> dict[str, Any]:
-    import tomllib
-
-    with open(CATALOG, "rb") as fh:
-        data = tomllib.load(fh)
+    data = load_toml(CATALOG)
     return {"limitations": data.get("limitation") or [], "learning_levels": data.get("learning_levels") or {}}
-
-
-def _subst(text: str, run_dir: Path) -> str:
-    return text.replace("{run_dir}", str(run_dir))
 
 
 def _step_log(run_dir: Path, index: int, step: dict[str, Any], st: dict[str, Any]) -> Path | None:
@@ -87,13 +83,10 @@ def _metrics_path(run_dir: Path, plan_steps: list[dict[str, Any]]) -> Path | Non
     if own.is_file():
         return own
     for s in plan_steps:
-        mj = s.get("metrics_json")
-        if not mj:
-            continue
-        p = Path(_subst(mj, run_dir))
-        if not p.is_absolute():
-            p = Path(_subst(s.get("cwd") or "", run_dir)) / p
-        if p.is_file() and p.resolve().is_relative_to(run_dir.resolve()):  # the run folder's evidence only
+        p = step_path(s.get("metrics_json"), s, run_dir)
+        if (
+            p is not None and p.is_file() and p.resolve().is_relative_to(run_dir.resolve())
+        ):  # the run folder's evidence only
             return p
     return None
 
@@ -119,7 +112,7 @@ def nonfinite_metrics(metrics: dict[str, Any]) -> list[str]:
 
 def _triage_step(
     log: Path | None, framework: str, exit_code: int | None, cancelled: bool = False
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[TriageResult, dict[str, str]]:
     from console.triage.scan import scan_paths
 
     if log is None:
@@ -140,14 +133,14 @@ def _triage_step(
     return res, ev
 
 
-def _status_of(step_state: dict[str, Any]) -> str:
+def _status_of(step_state: Mapping[str, Any]) -> str:
     return str(step_state.get("status") or "pending")
 
 
 # ---------------------------------------------------------------------------------------- verdict
 
 
-def run_verdict(run_dir: Path) -> dict[str, Any]:
+def run_verdict(run_dir: Path) -> Verdict:
     run_dir = Path(run_dir).resolve()
     spec = read_json(run_dir / "spec.json", {}) or {}
     plan = read_json(run_dir / "plan.json", {}) or {}
@@ -163,11 +156,11 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
         if ev.type == "hang" and ev.step:
             hangs[ev.step] = ev.data.get("idle_s")
 
-    steps: dict[str, dict[str, Any]] = {}
+    steps: dict[str, StepVerdict] = {}
     primary_step: str | None = None
     primary: dict[str, Any] | None = None
     all_findings: list[dict[str, Any]] = []
-    progress = {"step": None, "total": None}
+    progress: Progress = {"step": None, "total": None}
     for i, step in enumerate(plan_steps):
         name = step.get("name") or f"step{i + 1}"
         st = by_name.get(name) or (states[i] if i < len(states) else {})
@@ -190,7 +183,7 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
                 "line": 0,
                 "evidence": f"no progress for {hangs[name]} s",
                 "advice": info.advice,
-                "remedy": dict(info.remedy),
+                "remedy": info.remedy.copy(),
                 "title": info.title,
                 "rule": "events:hang",
             }
@@ -207,7 +200,7 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
                 "line": 0,
                 "evidence": f"step exited with code {code}",
                 "advice": info.advice,
-                "remedy": dict(info.remedy),
+                "remedy": info.remedy.copy(),
                 "title": info.title,
                 "rule": "step:failed",
             }
@@ -227,9 +220,9 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
             all_findings.append({**f, "file": steps[name]["log"] or name})
         if step.get("kind") == "train" and res.get("progress", {}).get("step") is not None:
             progress = res["progress"]
-        if primary is None and not ignored and res.get("primary") and res["verdict"] in FAILING:
-            primary, primary_step = dict(res["primary"]), name
-            primary["step"] = name
+        found = res.get("primary")
+        if primary is None and not ignored and found and res["verdict"] in FAILING:
+            primary, primary_step = {**found, "step": name}, name
             if steps[name]["log"]:
                 primary["file"] = steps[name]["log"]
 
@@ -272,7 +265,7 @@ class _Context:
         run_dir: Path,
         spec: dict[str, Any],
         plan_steps: list[dict[str, Any]],
-        steps: dict[str, dict[str, Any]],
+        steps: Mapping[str, Mapping[str, Any]],
         doctor: dict[str, Any],
         framework: str,
         metrics_path: Path | None,
@@ -282,7 +275,7 @@ class _Context:
         self.doctor, self.framework = doctor, framework
         self.metrics_path, self.metrics = metrics_path, metrics
 
-    def of(self, deliverable: str, kind: str | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def of(self, deliverable: str, kind: str | None = None) -> list[tuple[dict[str, Any], Mapping[str, Any]]]:
         out = []
         for s in self.plan_steps:
             if s.get("deliverable") == deliverable and (kind is None or s.get("kind") == kind):
@@ -290,6 +283,7 @@ class _Context:
         return out
 
     def check(self, check_id: str) -> dict[str, Any] | None:
+        c: dict[str, Any]
         for c in self.doctor.get("checks") or []:
             if c.get("id") == check_id or c.get("name") == check_id:
                 return c
@@ -300,19 +294,8 @@ class _Context:
         return FRAMEWORK_LABELS.get(self.framework, self.framework)
 
 
-def command_line(step: dict[str, Any], run_dir: Path | None = None) -> str:
-    env = redact_env({k: str(v) for k, v in (step.get("env") or {}).items()})
-    parts = [f"{k}={v}" for k, v in env.items()]
-    parts += [f"-u {u}" for u in step.get("unset") or []]
-    cmd = shlex.join([str(a) for a in step.get("argv") or []])
-    line = (" ".join(["env", *parts]) + " " if parts else "") + cmd
-    if run_dir is not None:
-        line = _subst(line, run_dir)
-    return redact_text(line)
-
-
 def _group_status(
-    items: list[tuple[dict[str, Any], dict[str, Any]]],
+    items: list[tuple[dict[str, Any], Mapping[str, Any]]],
 ) -> tuple[str, dict[str, Any] | None, str]:
     """(status, primary, reason) of a group of steps: Fail/Blocked first, then Skipped, then Pass."""
     for _, r in items:
@@ -338,7 +321,7 @@ def _group_status(
     return "Pass", None, ""
 
 
-def _bridge_checks(ctx: _Context) -> dict[str, Any]:
+def _bridge_checks(ctx: _Context) -> Deliverable:
     name = "Bridge-side checks"
     if ctx.framework == "demo":
         return {
@@ -368,7 +351,7 @@ def _bridge_path_ok(path: str, bridge_repo: str | None) -> bool | None:
     return None
 
 
-def _bridge_import(ctx: _Context) -> dict[str, Any]:
+def _bridge_import(ctx: _Context) -> Deliverable:
     name = f"Local Bridge import in {ctx.label}"
     if ctx.framework == "demo":
         return {
@@ -415,7 +398,7 @@ def _bridge_import(ctx: _Context) -> dict[str, Any]:
     return {"name": name, "status": "Skipped", "detail": "no import check in the plan or doctor.json"}
 
 
-def _train_criteria(ctx: _Context, step: dict[str, Any], r: dict[str, Any]) -> list[str]:
+def _train_criteria(ctx: _Context, step: dict[str, Any], r: Mapping[str, Any]) -> list[str]:
     """Unmet pass criteria of a train step whose process succeeded."""
     missing: list[str] = []
     ev = r.get("evidence") or {}
@@ -433,18 +416,18 @@ def _train_criteria(ctx: _Context, step: dict[str, Any], r: dict[str, Any]) -> l
     return missing
 
 
-def _titles(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
-    return ", ".join(s.get("title") or s.get("name") for s, _ in items)
+def _titles(items: list[tuple[dict[str, Any], Mapping[str, Any]]]) -> str:
+    return ", ".join(str(s.get("title") or s.get("name")) for s, _ in items)
 
 
 def _unmet(
     ctx: _Context,
     name: str,
-    items: list[tuple[dict[str, Any], dict[str, Any]]],
+    items: list[tuple[dict[str, Any], Mapping[str, Any]]],
     prefix: str,
     *,
     name_steps: bool,
-) -> dict[str, Any] | None:
+) -> Deliverable | None:
     """The deliverable's Fail/Blocked/Skipped entry when its steps failed, were skipped or missed
     a training criterion; None when every step met its criteria."""
     status, primary, reason = _group_status(items)
@@ -467,7 +450,7 @@ def _unmet(
     return None
 
 
-def _framework_run(ctx: _Context) -> dict[str, Any]:
+def _framework_run(ctx: _Context) -> Deliverable:
     name = RUN_LABELS.get(ctx.framework, "Framework run")
     items = ctx.of("framework_run", "train") or ctx.of("framework_run")
     if not items:
@@ -481,7 +464,7 @@ def _framework_run(ctx: _Context) -> dict[str, Any]:
     return {"name": name, "status": "Pass", "detail": f"{titles}{where}"}
 
 
-def _variants(ctx: _Context) -> dict[str, Any]:
+def _variants(ctx: _Context) -> Deliverable:
     name = "Requested variants"
     requested = list(ctx.spec.get("variants") or [])
     items = ctx.of("variant")
@@ -506,11 +489,11 @@ def _variants(ctx: _Context) -> dict[str, Any]:
     return {"name": name, "status": "Pass", "detail": f"{desc + ': ' if desc else ''}{titles}"}
 
 
-def _capture(ctx: _Context) -> dict[str, Any]:
+def _capture(ctx: _Context) -> Deliverable:
     wants_metrics = ctx.framework in ("nemo-rl", "demo") or bool(ctx.of("metrics"))
     name = "Metrics/log capture" if wants_metrics else "Log capture"
     train = [(s, r) for s, r in ctx.of("framework_run") + ctx.of("variant") if s.get("kind") == "train"]
-    logs = [r.get("log") for _, r in train if r.get("log")]
+    logs: list[str] = [r["log"] for _, r in train if r.get("log")]
     if not train:
         return {"name": name, "status": "Skipped", "detail": "no training step"}
     if any(r.get("status") in ("pending", "running") for _, r in train) and not logs:
@@ -546,7 +529,7 @@ def _capture(ctx: _Context) -> dict[str, Any]:
 
 
 def _overall(
-    state: dict[str, Any], deliverables: list[dict[str, Any]], primary: dict[str, Any] | None
+    state: Mapping[str, Any], deliverables: list[Deliverable], primary: dict[str, Any] | None
 ) -> str:
     if state.get("status") == "cancelled" or state.get("verdict") == "Cancelled":
         return "Cancelled"
@@ -606,20 +589,16 @@ def _limitations(ctx: _Context, findings: list[dict[str, Any]]) -> list[str]:
 
 
 def _follow_ups(
-    verdict: str, deliverables: list[dict[str, Any]], primary: dict[str, Any] | None, primary_step: str | None
+    verdict: str, deliverables: list[Deliverable], primary: dict[str, Any] | None, primary_step: str | None
 ) -> list[str]:
     out: list[str] = []
     if primary is not None:
         where = f" in {primary_step}" if primary_step else ""
         kind = "environment fix" if primary.get("verdict") == "Blocked" else "fix"
         out.append(f"{kind} ({primary.get('class')}{where}): {primary.get('advice', '')}")
-        r = primary.get("remedy") or {}
-        bits = [f"unset {u}" for u in r.get("unset") or []] + [
-            f"{k}={v}" for k, v in (r.get("env") or {}).items()
-        ]
-        bits += list(r.get("overrides") or [])
-        if bits:
-            out.append("rerun with: " + " ".join(bits))
+        fix = remedy_text(primary.get("remedy"))
+        if fix:
+            out.append("rerun with: " + fix)
     if verdict == "Blocked":
         out.append("The run is Blocked by the environment: it is not evidence against the Bridge provider.")
     for d in deliverables:

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.worker import get_current_worker
 
+from console.tui import backend
 from console.tui.config import load_config, save_config
-from console.tui.messages import RunsChanged
+from console.tui.messages import RunCancelled, RunsWatched
 from console.tui.notify import CHANNELS, StateWatcher, announce, settings
 from console.tui.rundata import list_runs
 from console.tui.themes import DEFAULT_THEME, load_themes, resolve_theme_name
 
 QUIT_NOTE = "q quits the console only: runs keep going"
 WATCH_S = 1.0
+CANCEL_GRACE_S = 10.0
 
 
 class ConsoleApp(App[int]):
@@ -47,6 +52,7 @@ class ConsoleApp(App[int]):
         self._themes_ready = False
         self._watcher = StateWatcher()
         self.announced: list[tuple[str, list[str]]] = []  # (message, channels): tests and Help read it
+        self.compare_mark: Path | None = None  # the baseline marked with m on Home
 
     # -- themes ------------------------------------------------------------------------------
     def _setup_themes(self) -> None:
@@ -86,13 +92,14 @@ class ConsoleApp(App[int]):
     # -- notifications -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="app-watch-runs")
     def watch_runs(self) -> None:
-        changes = self._watcher.changes(list_runs(self.runs_dir))
-        if changes:
-            self.post_message(RunsChanged(changes))
+        self.post_message(RunsWatched(tuple(list_runs(self.runs_dir))))
 
-    def on_runs_changed(self, message: RunsChanged) -> None:
+    def on_runs_watched(self, message: RunsWatched) -> None:
+        changes = self._watcher.changes(list(message.rows))
+        if not changes:
+            return
         enabled = settings(load_config())
-        for change in message.changes:
+        for change in changes:
             used = announce(change, enabled, self._write_terminal)
             self.announced.append((change.message(), used))
             self.notify(
@@ -100,6 +107,32 @@ class ConsoleApp(App[int]):
                 timeout=6,
                 severity="error" if change.new in ("failed", "blocked") else "information",
             )
+
+    # -- cancel ------------------------------------------------------------------------------
+    @work(thread=True, group="cancel-run")
+    def cancel_run(self, run_dir: Path, run_id: str) -> None:
+        """Wait for ``rl-console cancel`` in a child process; when the console quits first, this worker
+        is cancelled and leaves the child to finish the cancel."""
+        worker = get_current_worker()
+        with tempfile.TemporaryFile() as output:
+            try:
+                proc = backend.start_cancel(run_dir, CANCEL_GRACE_S, output)
+            except OSError as exc:
+                self.post_message(RunCancelled(run_id, str(exc), ok=False))
+                return
+            while proc.poll() is None:
+                if worker.cancelled_event.wait(0.1):
+                    return
+            output.seek(0)
+            lines = output.read().decode("utf-8", "replace").strip().splitlines()
+        said = lines[-1] if lines else f"rl-console cancel exited {proc.returncode}"
+        self.post_message(RunCancelled(run_id, said, ok=proc.returncode == 0))
+
+    def on_run_cancelled(self, message: RunCancelled) -> None:
+        if message.ok:
+            self.notify(message.output)
+        else:
+            self.notify(f"cancel of {message.run_id} failed: {message.output}", severity="error")
 
     def _write_terminal(self, data: str) -> None:
         driver = getattr(self, "_driver", None)
@@ -147,7 +180,7 @@ class ConsoleApp(App[int]):
 
         self.push_screen(PathPrompt("Open a log file for triage", must_be_file=True), done)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand(
             "New run", "Choose levels, preview commands, preflight, launch", self.open_new_run

@@ -6,37 +6,47 @@ checker sees every edge): the console starts without paying for Hydra, the triag
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from console.errors import ConsoleError
 
+if TYPE_CHECKING:
+    from console.catalog import FrameworkCatalog
+    from console.doctor.model import DoctorResult
+    from console.plan import LevelInfo, Plan
+    from console.spec import RunSpec
+    from console.triage.model import TriageResult
 
-def build_plan(spec: Any) -> Any:
+
+def build_plan(spec: RunSpec) -> Plan:
     from console.plan import build_plan
 
     return build_plan(spec)
 
 
-def catalog_levels(framework: str) -> Any:
+def catalog_levels(framework: str) -> list[LevelInfo]:
     from console.plan import catalog_levels
 
     return catalog_levels(framework)
 
 
-def recommend_levels(framework: str, touched: list[str]) -> Any:
+def recommend_levels(framework: str, touched: list[str]) -> list[int]:
     from console.plan import recommend_levels
 
     return recommend_levels(framework, touched)
 
 
-def validate_overrides(overrides: list[str], repo: str | None = None) -> Any:
+def validate_overrides(overrides: list[str], repo: str | None = None) -> list[str]:
     from console.plan import validate_overrides
 
     return validate_overrides(overrides, repo=repo)
 
 
-def framework_catalog(framework: str) -> Any:
+def framework_catalog(framework: str) -> FrameworkCatalog:
     """The framework's catalog: ``.levels`` (with ``requires_variant``) and ``.variants`` (name, levels,
     title, mode, proves, args, needs_model)."""
     from console.catalog import load_framework
@@ -51,13 +61,13 @@ def touched_areas() -> list[tuple[str, str]]:
     return list(touched_areas())
 
 
-def run_doctor(spec: Any, plan: Any) -> dict[str, Any]:
+def run_doctor(spec: Any, plan: Any) -> DoctorResult:
     from console.doctor import run_doctor
 
     return run_doctor(spec, plan)
 
 
-def preflight_blocks(spec: Any, plan: Any) -> tuple[dict[str, Any], bool]:
+def preflight_blocks(spec: Any, plan: Any) -> tuple[DoctorResult, bool]:
     """The launch-time preflight (as ``rl-console run`` does it): result and whether it blocks."""
     from console.doctor.preflight import blocks, preflight
 
@@ -65,22 +75,25 @@ def preflight_blocks(spec: Any, plan: Any) -> tuple[dict[str, Any], bool]:
     return result, bool(blocks(result))
 
 
-def write_doctor_json(run_dir: Path, result: dict[str, Any]) -> None:
+def write_doctor_json(run_dir: Path, result: DoctorResult) -> None:
     from console.doctor.preflight import write_doctor_json
 
     write_doctor_json(run_dir, result)
 
 
-def start_run(spec: Any, plan: Any = None) -> Path:
+def start_run(spec: RunSpec, plan: Plan | None = None) -> Path:
     from console.runs.launch import start_run
 
     return Path(start_run(spec, plan=plan))
 
 
-def cancel_run(run_dir: Path, grace: float = 10.0) -> Any:
-    from console.runs.cancel import cancel_run
-
-    return cancel_run(run_dir, grace)
+def start_cancel(run_dir: Path, grace: float, output: IO[bytes]) -> subprocess.Popen[bytes]:
+    """``rl-console cancel`` in a child of its own session writing to ``output``: the cancel goes on to
+    its end (SIGINT -> SIGTERM -> SIGKILL takes a while) even when the console quits first."""
+    argv = [sys.executable, "-m", "console", "cancel", str(run_dir), "--grace", str(grace)]
+    return subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
@@ -89,26 +102,30 @@ def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
     return Path(rerun_with_remedy(run_dir, remedy))
 
 
-def triage_files(paths: list[Path]) -> dict[str, Any]:
+def triage_files(paths: list[Path]) -> TriageResult:
     from console.triage.scan import triage_files
 
     return triage_files(paths)
 
 
-def triage_in_subprocess(paths: list[Path], started: Any = None) -> dict[str, Any]:
+def triage_in_subprocess(paths: list[Path], stop: Callable[[], bool]) -> dict[str, Any] | None:
     """``rl-console triage --json`` in a child process: a multi-GB log's scan never holds the
-    console's GIL (the view stays responsive). ``started(proc)`` gets the process (to stop it)."""
+    console's GIL (the view stays responsive). The child is killed, and None returned, once ``stop()``."""
     import json
-    import subprocess
-    import sys
 
     argv = [sys.executable, "-m", "console", "triage", "--json", *(str(p) for p in paths)]
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
-    if started is not None:
-        started(proc)
-    out, err = proc.communicate()
+    while True:
+        try:
+            out, err = proc.communicate(timeout=0.2)  # retried after a timeout: no output is lost
+            break
+        except subprocess.TimeoutExpired:
+            if stop():
+                proc.kill()
+                proc.communicate()
+                return None
     try:
         return dict(json.loads(out))
     except ValueError:
@@ -132,7 +149,7 @@ def run_verdict(run_dir: Path) -> dict[str, Any]:
     from console.triage import verdict
 
     recorded = recorded_verdict(run_dir)
-    return recorded if recorded is not None else verdict.run_verdict(run_dir)
+    return recorded if recorded is not None else dict(verdict.run_verdict(run_dir))
 
 
 def render_report(run_dir: Path) -> str:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from console.errors import SpecError
-from console.tui.rundata import resolve_run, runs_dir_from
+from console.runs.store import RunStore, runs_dir_from
 
 
 def _run_app(
@@ -21,11 +21,11 @@ def _run_app(
 
 def cmd_tui(args: argparse.Namespace) -> int:
     """``rl-console [tui] [--runs-dir D] [--open RUN] [--log FILE]``: the console. Quitting never stops runs."""
-    runs_dir = runs_dir_from(getattr(args, "runs_dir", None))
+    runs_dir = runs_dir_from(getattr(args, "runs_dir", None)).resolve()
     run_dir = None
     log = None
     if getattr(args, "open_run", None):
-        run_dir = resolve_run(runs_dir, args.open_run)
+        run_dir = RunStore(runs_dir).resolve(args.open_run)
     if getattr(args, "log", None):
         log = Path(args.log).expanduser()
         if not log.is_file():

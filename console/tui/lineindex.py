@@ -37,7 +37,7 @@ CACHE_LINES = 20_000
 try:  # numpy (a dependency of tensorboard) finds newlines in C; the fallback is a find() loop
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised only without numpy
-    _np = None
+    _np = None  # type: ignore[assignment]  # the module, or None where numpy is missing
 
 
 def _newlines(chunk: bytes) -> list[int]:
@@ -85,10 +85,6 @@ class LineIndex:
         """Lines readable now (complete lines, plus the unterminated last one once scanned)."""
         with self._lock:
             return self._lines + (1 if self._scan_done and self._tail_bytes() > 0 else 0)
-
-    @property
-    def scanned_bytes(self) -> int:
-        return self._scanned
 
     @property
     def size(self) -> int:

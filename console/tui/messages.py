@@ -1,7 +1,13 @@
-"""Messages that workers post to the app (workers never touch widgets directly)."""
+"""Messages that workers post to the app (workers never touch widgets directly).
+
+What a worker posts is built fresh and never changed afterwards (tuples, read-only mappings, frozen
+dataclasses): the handler on the UI thread reads it while the worker goes on.
+"""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,18 +20,20 @@ from console.tui.rundata import RunRow, RunSnapshot
 class RunsListed(Message):
     """The run store was scanned (replaceable: only the newest listing matters)."""
 
-    rows: list[RunRow]
+    rows: tuple[RunRow, ...]
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, RunsListed)
 
 
 @dataclass
-class LinesPending(Message):
-    """New log lines wait in the screen's buffer; many of these collapse into one drain."""
+class LogLines(Message):
+    """Lines appended to the followed log. The worker holds back further lines until the handler
+    sets ``taken``, so a slow screen gets fewer, bigger batches instead of a growing queue."""
 
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LinesPending)
+    gen: int  # which follower (the screen shows only the newest one's lines)
+    lines: tuple[str, ...]
+    taken: threading.Event
 
 
 @dataclass
@@ -42,8 +50,9 @@ class RunUpdated(Message):
 class HostSampled(Message):
     """Live host/GPU samples taken by the console itself when the run has none."""
 
-    host: dict[str, Any]
-    gpu: list[dict[str, Any]]
+    host: Mapping[str, Any]
+    gpu: tuple[dict[str, Any], ...]
+    gpu_reason: str  # why there are no GPU samples ("" when there are)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, HostSampled)
@@ -59,7 +68,16 @@ class TaskDone(Message):
 
 
 @dataclass
-class RunsChanged(Message):
-    """Runs changed state since the last look (``console.tui.notify.Change`` items)."""
+class RunCancelled(Message):
+    """The app's cancel worker is done: ``output`` is the last line ``rl-console cancel`` printed."""
 
-    changes: list[Any]
+    run_id: str
+    output: str
+    ok: bool
+
+
+@dataclass
+class RunsWatched(Message):
+    """The app's look at the run store: its handler (on the UI thread) finds what changed state."""
+
+    rows: tuple[RunRow, ...]

@@ -7,16 +7,17 @@ Everything follows the run folder contract of console/CONTRACTS.md: ``state.json
 from __future__ import annotations
 
 import json
-import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from console.errors import RunNotFound
 from console.events import Event, EventCursor
 from console.fileio import read_json
 from console.runs.recover import read_current_state
+from console.runs.store import RunStore
 
 LIVE_STATUSES = ("pending", "running")
 MAX_POINTS = 600  # per metric series kept for plots
@@ -37,7 +38,7 @@ def _last_progress(events_path: Path) -> dict[str, Any] | None:
         if b'"progress"' not in raw:
             continue
         try:
-            obj = json.loads(raw)
+            obj: dict[str, Any] = json.loads(raw)
         except ValueError:
             continue
         if obj.get("type") == "progress":
@@ -78,10 +79,8 @@ class RunRow:
         return " · ".join(parts) or "-"
 
 
-def load_row(run_dir: Path) -> RunRow | None:
-    state = read_current_state(run_dir)
-    if not isinstance(state, dict):
-        return None
+def row_from(run_dir: Path, state: Mapping[str, Any]) -> RunRow:
+    """The Home screen's line for a run, from its current state (see ``RunStore.states``)."""
     spec = read_json(run_dir / "spec.json") or {}
     steps = state.get("steps") or []
     idx = int(state.get("current_step") or 0)
@@ -105,59 +104,45 @@ def load_row(run_dir: Path) -> RunRow | None:
     return row
 
 
+def load_row(run_dir: Path) -> RunRow | None:
+    state = read_current_state(run_dir)
+    return row_from(run_dir, state) if isinstance(state, dict) else None
+
+
 def list_runs(runs_dir: Path) -> list[RunRow]:
-    """Runs in the store, newest first. Folders without a readable state.json are skipped."""
-    rows: list[RunRow] = []
-    try:
-        entries = [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    except OSError:
-        return rows
-    for path in entries:
-        row = load_row(path)
-        if row is not None:
-            rows.append(row)
+    """Runs in the store (``RunStore``: broken folders skipped), newest created first."""
+    rows = [row_from(path, state) for path, state in RunStore(runs_dir).states()]
     rows.sort(key=lambda r: (r.created, r.id), reverse=True)
     return rows
 
 
-def resolve_run(runs_dir: Path, ref: str) -> Path:
-    """A run folder from an id, a unique id prefix, or a path; raises RunNotFound (one line)."""
-    direct = Path(ref).expanduser()
-    if (direct / "state.json").is_file():
-        return direct.resolve()
-    if (runs_dir / ref / "state.json").is_file():
-        return (runs_dir / ref).resolve()
-    try:
-        matches = sorted(
-            p for p in runs_dir.iterdir() if p.name.startswith(ref) and (p / "state.json").is_file()
-        )
-    except OSError:
-        matches = []
-    if len(matches) == 1:
-        return matches[0].resolve()
-    if matches:
-        raise RunNotFound(f"run {ref!r} is ambiguous in {runs_dir}: {', '.join(m.name for m in matches[:5])}")
-    raise RunNotFound(f"no run {ref!r} in {runs_dir}")
+def _frozen(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only copy: the worker goes on changing its own dict, never this one."""
+    return MappingProxyType(dict(data))
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunSnapshot:
-    """What the Monitor screen shows; built by RunModel in a worker thread, rendered on the app."""
+    """What the Monitor screen shows at one tick.
+
+    ``RunModel.refresh`` builds a new one per tick in a worker thread from its own accumulators and
+    never touches it again: every container is a tuple or a read-only copy, so the UI thread can
+    iterate it while the worker reads on."""
 
     run_dir: Path
-    state: dict[str, Any] = field(default_factory=dict)
-    plan_steps: list[dict[str, Any]] = field(default_factory=list)
-    progress: dict[str, dict[str, Any]] = field(default_factory=dict)  # step name -> last progress
-    phase: str | None = None
-    complete: str | None = None
-    metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    gpu: list[dict[str, Any]] = field(default_factory=list)
-    host: dict[str, Any] = field(default_factory=dict)
-    gpu_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # per node (Slurm): last gpu event
-    host_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # per node (Slurm): last host event
-    hang_idle_s: float | None = None
-    triage: dict[str, Any] | None = None
+    state: Mapping[str, Any]
+    plan_steps: tuple[dict[str, Any], ...]
+    progress: Mapping[str, Mapping[str, Any]]  # step name -> last progress
+    phase: str | None
+    complete: str | None
+    metrics: Mapping[str, tuple[tuple[int, float], ...]]
+    findings: tuple[dict[str, Any], ...]
+    gpu: tuple[dict[str, Any], ...]
+    host: Mapping[str, Any]
+    gpu_nodes: Mapping[str, Mapping[str, Any]]  # per node (Slurm): last gpu event
+    host_nodes: Mapping[str, Mapping[str, Any]]  # per node (Slurm): last host event
+    hang_idle_s: float | None
+    triage: Mapping[str, Any] | None
 
     @property
     def status(self) -> str:
@@ -175,9 +160,7 @@ class RunSnapshot:
         return list(self.state.get("steps") or [])
 
     def current_step_name(self) -> str | None:
-        steps = self.step_states()
-        idx = self.current_index
-        return str(steps[idx].get("name")) if 0 <= idx < len(steps) else None
+        return _current_step_name(self.state)
 
     def log_path(self, index: int | None = None) -> Path | None:
         steps = self.step_states()
@@ -187,60 +170,93 @@ class RunSnapshot:
         return None
 
 
+def _current_step_name(state: Mapping[str, Any]) -> str | None:
+    steps = list(state.get("steps") or [])
+    idx = int(state.get("current_step") or 0)
+    return str(steps[idx].get("name")) if 0 <= idx < len(steps) else None
+
+
 class RunModel:
-    """Incremental reader of one run folder: state, plan, events and metrics.json."""
+    """Incremental reader of one run folder: state, plan, events and metrics.json.
+
+    Its accumulators are its own (only the worker thread that calls ``refresh`` touches them);
+    ``refresh`` returns a new immutable ``RunSnapshot`` built from them."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self.snapshot = RunSnapshot(run_dir=run_dir)
         self._events = EventCursor(run_dir / "events.jsonl")
         self._metrics_mtime = 0.0
         self._json_shorts: set[str] = set()
         self._triage_mtime = 0.0
         plan = read_json(run_dir / "plan.json") or {}
-        self.snapshot.plan_steps = list(plan.get("steps") or [])
+        self._plan_steps = tuple(plan.get("steps") or [])
+        self._state: dict[str, Any] = {}
+        self._progress: dict[str, Mapping[str, Any]] = {}
+        self._series: dict[str, list[tuple[int, float]]] = {}
+        self._findings: list[dict[str, Any]] = []
+        self._gpu: tuple[dict[str, Any], ...] = ()
+        self._host: Mapping[str, Any] = _frozen({})
+        self._gpu_nodes: dict[str, Mapping[str, Any]] = {}
+        self._host_nodes: dict[str, Mapping[str, Any]] = {}
+        self._phase: str | None = None
+        self._complete: str | None = None
+        self._hang_idle_s: float | None = None
+        self._triage: Mapping[str, Any] | None = None
 
     def refresh(self) -> RunSnapshot:
-        snap = self.snapshot
         state = read_current_state(self.run_dir)
         if isinstance(state, dict):
-            snap.state = state
-        events = self._events.read()
-        for ev in events:
+            self._state = dict(state)
+        for ev in self._events.read():
             self._apply(ev)
         self._merge_metrics_json()
         self._load_triage()
-        return snap
+        return RunSnapshot(
+            run_dir=self.run_dir,
+            state=MappingProxyType(self._state),  # a new dict per read: the next read replaces it
+            plan_steps=self._plan_steps,
+            progress=_frozen(self._progress),
+            phase=self._phase,
+            complete=self._complete,
+            metrics=MappingProxyType({name: tuple(points) for name, points in self._series.items()}),
+            findings=tuple(self._findings),
+            gpu=self._gpu,
+            host=self._host,
+            gpu_nodes=_frozen(self._gpu_nodes),
+            host_nodes=_frozen(self._host_nodes),
+            hang_idle_s=self._hang_idle_s,
+            triage=self._triage,
+        )
 
     def _apply(self, ev: Event) -> None:
-        snap, data = self.snapshot, ev.data
+        data = ev.data
         # A progress/metrics payload's own "step" (the iteration number) shares the JSON key with
         # the event's plan-step name, so after parsing it sits in ``ev.step``: key by current step.
         if ev.type == "progress":
             it = ev.step if isinstance(ev.step, int) else data.get("step")
-            name = ev.step if isinstance(ev.step, str) else (snap.current_step_name() or "?")
-            snap.progress[name] = {**data, "step": it}
+            name = ev.step if isinstance(ev.step, str) else (_current_step_name(self._state) or "?")
+            self._progress[name] = _frozen({**data, "step": it})
         elif ev.type == "metrics":
             step = data.get("step", ev.step if isinstance(ev.step, int) else None)
             for name, value in (data.get("values") or {}).items():
                 self._add_point(str(name), step, value)
         elif ev.type == "phase":
-            snap.phase = data.get("name")
+            self._phase = data.get("name")
         elif ev.type == "complete":
-            snap.complete = str(data.get("reason") or "complete")
+            self._complete = str(data.get("reason") or "complete")
         elif ev.type == "finding":
-            if len(snap.findings) < MAX_FINDINGS:
-                snap.findings.append({"step": ev.step, **data})
+            if len(self._findings) < MAX_FINDINGS:
+                self._findings.append({"step": ev.step, **data})
         elif ev.type == "gpu" and data.get("node"):
-            snap.gpu_nodes[str(data["node"])] = dict(data)
+            self._gpu_nodes[str(data["node"])] = _frozen(data)
         elif ev.type == "host" and data.get("node"):
-            snap.host_nodes[str(data["node"])] = dict(data)
+            self._host_nodes[str(data["node"])] = _frozen(data)
         elif ev.type == "gpu":
-            snap.gpu = list(data.get("devices") or [])
+            self._gpu = tuple(data.get("devices") or ())
         elif ev.type == "host":
-            snap.host = dict(data)
+            self._host = _frozen(data)
         elif ev.type == "hang":
-            snap.hang_idle_s = data.get("idle_s")
+            self._hang_idle_s = data.get("idle_s")
 
     def _add_point(self, name: str, step: Any, value: Any) -> None:
         if name in self._json_shorts:
@@ -249,7 +265,7 @@ class RunModel:
             point = (int(step) if step is not None else -1, float(value))
         except (TypeError, ValueError):
             return
-        series = self.snapshot.metrics.setdefault(name, [])
+        series = self._series.setdefault(name, [])
         if series and series[-1][0] == point[0] and point[0] >= 0:
             series[-1] = point
         else:
@@ -280,12 +296,12 @@ class RunModel:
                     continue
             points.sort()
             if points:
-                self.snapshot.metrics[str(tag)] = points[-MAX_POINTS:]
+                self._series[str(tag)] = points[-MAX_POINTS:]
         # metrics.json is the authority once written: drop the series parsed from the log's
         # results block that it also holds ("loss" beside "train/loss"), so no metric shows twice.
         self._json_shorts = {str(tag).rsplit("/", 1)[-1] for tag in data if "/" in str(tag)}
-        for name in [n for n in self.snapshot.metrics if "/" not in n and n in self._json_shorts]:
-            del self.snapshot.metrics[name]
+        for name in [n for n in self._series if "/" not in n and n in self._json_shorts]:
+            del self._series[name]
 
     def _load_triage(self) -> None:
         path = self.run_dir / "triage.json"
@@ -296,10 +312,10 @@ class RunModel:
         if mtime != self._triage_mtime:
             self._triage_mtime = mtime
             data = read_json(path)
-            self.snapshot.triage = data if isinstance(data, dict) else None
+            self._triage = _frozen(data) if isinstance(data, dict) else None
 
 
-def eta_text(progress: dict[str, Any] | None) -> str:
+def eta_text(progress: Mapping[str, Any] | None) -> str:
     if not progress:
         return ""
     eta = progress.get("eta_s")
@@ -332,19 +348,3 @@ def human_bytes(n: float | int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
-
-
-def runs_dir_from(arg: str | None) -> Path:
-    from console.spec import default_runs_dir
-
-    return Path(arg or default_runs_dir()).expanduser().resolve()
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError):
-        return False
-    return True

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from console.tui.rundata import list_runs, runs_dir_from
+from console.runs.store import runs_dir_from
+from console.tui.rundata import RunRow, list_runs
 
 MARKS = {
     "Pass": ("ok", "green"),
@@ -27,7 +28,7 @@ def short_id(run_id: str) -> str:
     return parts[2] if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() else run_id
 
 
-def segment(rows: list, tmux: bool = False) -> str:
+def segment(rows: list[RunRow], tmux: bool = False) -> str:
     def colour(text: str, name: str) -> str:
         return f"#[fg={name}]{text}#[default]" if tmux else text
 
@@ -45,6 +46,6 @@ def segment(rows: list, tmux: bool = False) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    rows = list_runs(runs_dir_from(getattr(args, "runs_dir", None)))
+    rows = list_runs(runs_dir_from(getattr(args, "runs_dir", None)).resolve())
     print(segment(rows, tmux=bool(getattr(args, "tmux", False))))
     return 0

@@ -3,11 +3,12 @@ wheel install has them too)."""
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.theme import Theme
+
+from console.catalog import CatalogError, load_toml
 
 THEME_FIELDS = (
     "primary",
@@ -51,12 +52,12 @@ def load_themes(folder: Path | None = None) -> LoadedThemes:
     order = {name: i for i, name in enumerate(("dark", "light", "high-contrast"))}
     for path in sorted(folder.glob("*.toml"), key=lambda p: (order.get(p.stem, 99), p.stem)):
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = load_toml(path)
             kwargs = {k: data[k] for k in THEME_FIELDS if k in data}
             theme = Theme(
                 name=str(data.get("name") or path.stem), variables=dict(data.get("variables", {})), **kwargs
             )
-        except (OSError, tomllib.TOMLDecodeError, TypeError, KeyError) as exc:
+        except (CatalogError, TypeError, KeyError) as exc:
             problems.append(f"{path.name}: {exc}")
             continue
         result.themes.append(theme)

@@ -12,23 +12,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from console.events import Event, EventBus
 from console.fileio import read_json
 from console.rundir.lockfile import LockFile, is_locked
+from console.rundir.model import State, StepState
 from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
 from console.runs.finalize import record_verdict
 from console.runs.pipeline import Pipeline, run_outcome
+from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
-from console.runs.slurm.gpu import NodeSampler, SamplerThread
+from console.runs.slurm.gpu import NodeSampler
 from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
@@ -130,7 +133,7 @@ def cancel(job_id: str) -> None:
 
 def cancel_run(run_dir: Path) -> str | None:
     """Mark the run cancel-requested and ``scancel`` its job; returns the job id (None if never submitted)."""
-    state = update_state(Path(run_dir), lambda s: s.update(cancel_requested=True))
+    state = update_state(Path(run_dir), lambda s: s.update({"cancel_requested": True}))
     job_id = state.get("slurm_job_id")
     if job_id:
         cancel(str(job_id))
@@ -165,7 +168,7 @@ def scan_steps(run_dir: Path, steps: list[dict[str, Any]]) -> list[tuple[str, in
     return out
 
 
-class Follower:
+class JobRecorder:
     """Brings one Slurm run's state.json/events.jsonl/triage.json up to date; ``step()`` is one poll.
 
     The steps' logs go through the local supervisor's pipeline (console.runs.pipeline: tailer,
@@ -204,7 +207,9 @@ class Follower:
         self.out_offset = 0
         self.scheduler_message: str | None = None
         self.gpu = NodeSampler.from_spec(self.spec)
-        self.sampler = SamplerThread(self.gpu) if self.gpu is not None else None
+        self.sampler = (
+            SamplerThread(self.gpu, interval=0.25, stall_after_s=math.inf) if self.gpu is not None else None
+        )
         self.pipeline = Pipeline(
             self.run_dir,
             self.spec.framework or "unknown",
@@ -303,11 +308,11 @@ class Follower:
         if not changed:
             return
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             for i in changed:
                 status, code, started = scanned[i]
                 st = s["steps"][i]
-                st.update(status=status, exit_code=code)
+                st.update({"status": status, "exit_code": code})
                 if started and not st.get("started"):
                     st["started"] = started
                 if status in ("passed", "failed"):
@@ -336,12 +341,14 @@ class Follower:
         phase = status.phase
         job_logs_rel = job_logs(self.run_dir, self.job_id, self.mode)
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             s.update(
-                slurm_state=status.state,
-                slurm_reason=status.reason,
-                slurm_nodes=status.nodes,
-                slurm_logs=job_logs_rel,
+                {
+                    "slurm_state": status.state,
+                    "slurm_reason": status.reason,
+                    "slurm_nodes": status.nodes,
+                    "slurm_logs": job_logs_rel,
+                }
             )
             if phase == "active" and s.get("status") == "pending":
                 s["status"] = "running"
@@ -398,7 +405,11 @@ class Follower:
         ended = self.now()
         events: list[Event] = []
 
-        def change(s: dict[str, Any]) -> None:
+        def said(i: int, st: StepState) -> None:
+            data = {"status": st["status"], "exit_code": st.get("exit_code"), "reason": st["reason"]}
+            events.append(Event("step_state", self.steps[i]["name"], data))
+
+        def change(s: State) -> None:
             if verdict == "Blocked" and status.phase == "done":
                 # the node died under the last started step: its exit code is not evidence (srun
                 # even exits 0 after "srun: error: Node failure on <node>")
@@ -413,17 +424,7 @@ class Follower:
                     st["status"] = "cancelled" if verdict in ("Cancelled", "Blocked") else "failed"
                     st["reason"] = reason or f"job {status.state}"
                     st["ended"] = ended
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {
-                                "status": st["status"],
-                                "exit_code": st.get("exit_code"),
-                                "reason": st["reason"],
-                            },
-                        )
-                    )
+                    said(i, st)
                 elif (
                     verdict == "Cancelled"
                     and st.get("status") == "failed"
@@ -432,28 +433,16 @@ class Follower:
                     # killed by the cancel, or its srun was refused mid-launch by the cancel
                     st["status"] = "cancelled"
                     st["reason"] = reason or "cancelled"
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {"status": "cancelled", "exit_code": st.get("exit_code"), "reason": st["reason"]},
-                        )
-                    )
+                    said(i, st)
                 elif st.get("status") == "pending":
                     st["status"] = "cancelled" if verdict == "Cancelled" else "skipped"
                     st["reason"] = f"not run: job {status.state}"
-                    events.append(
-                        Event(
-                            "step_state",
-                            self.steps[i]["name"],
-                            {"status": st["status"], "exit_code": None, "reason": st["reason"]},
-                        )
-                    )
+                    said(i, {**st, "exit_code": None})
 
         update_state(self.run_dir, change)
         return events
 
-    def _launch_failure(self, state: dict[str, Any]) -> dict[str, Any] | None:
+    def _launch_failure(self, state: State) -> dict[str, Any] | None:
         """A failed step whose log shows srun could not launch it: the node_failure primary."""
         lf = states.launch_failure()
         for i, st in enumerate(state.get("steps") or []):
@@ -512,7 +501,7 @@ class Follower:
 
     def _finish(
         self, verdict: str | None, reason: str | None, status: JobStatus, class_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> State:
         """The run's end: settle the steps, decide the verdict as a local run would, let the job
         state add what only it knows, write triage.json and the final state."""
         job_decided = verdict is not None
@@ -564,14 +553,16 @@ class Follower:
         except OSError as exc:
             print(f"rl-console follow: cannot record the verdict: {exc}", file=sys.stderr, flush=True)
 
-        def change(s: dict[str, Any]) -> None:
+        def change(s: State) -> None:
             s.update(
-                status=final_status,
-                verdict=verdict,
-                ended=self.now(),
-                slurm_state=status.state,
-                slurm_reason=reason or status.reason,
-                slurm_exit_code=status.exit_code,
+                {
+                    "status": final_status,
+                    "verdict": verdict,
+                    "ended": self.now(),
+                    "slurm_state": status.state,
+                    "slurm_reason": reason or status.reason,
+                    "slurm_exit_code": status.exit_code,
+                }
             )
 
         state = update_state(self.run_dir, change)
@@ -586,12 +577,12 @@ class Follower:
 
     def sample_nodes(self, job_id: str, status: JobStatus) -> None:
         """Point the node sampler (its own thread) at the job while it runs; publish what it found."""
-        if self.sampler is None:
+        if self.gpu is None:
             return
         if status.phase == "active":
-            self.sampler.aim(job_id, max(1, len(status.nodes) or self.spec.slurm.nodes), status.nodes)
+            self.gpu.aim(job_id, max(1, len(status.nodes) or self.spec.slurm.nodes), status.nodes)
         else:
-            self.sampler.aim(None)
+            self.gpu.aim(None)
         self._publish_samples()
 
     def _publish_samples(self) -> None:
@@ -601,7 +592,7 @@ class Follower:
             ev.step = self.pipeline.step.name if self.pipeline.step else None
             self.bus.publish(ev)
 
-    def step(self) -> dict[str, Any] | None:
+    def step(self) -> State | None:
         """One poll. Returns the final state when the job has ended, else None."""
         job_id = self.job_id
         status = poll(job_id)
@@ -631,7 +622,7 @@ class Follower:
 
     def run(
         self, max_s: float | None = None, give_up_s: float = GIVE_UP_S, lock: LockFile | None = None
-    ) -> dict[str, Any]:
+    ) -> State:
         deadline = None if max_s is None else time.monotonic() + max_s
         failing_since: float | None = None
         try:
@@ -669,13 +660,13 @@ class Follower:
                     self.feed()
         finally:
             if self.sampler is not None:
-                self.sampler.stop()
+                self.sampler.stop(5.0)
             with contextlib.suppress(Exception):
                 self.pipeline.close()
             self.bus.close()
 
 
-def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> dict[str, Any]:
+def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> State:
     """Update the run's state.json and events.jsonl until its job ends; return the final state.
 
     Only one follower per run works at a time (``slurm/follow.lock``: flock, or an O_EXCL lock file
@@ -688,7 +679,7 @@ def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> di
     lock = LockFile(lock_path, expiry_s=max(FOLLOW_LOCK_EXPIRY_S, 10 * poll_s), poll_s=1.0)
     lock.acquire()
     try:
-        return Follower(run_dir, poll_s=poll_s).run(max_s=max_s, lock=lock)
+        return JobRecorder(run_dir, poll_s=poll_s).run(max_s=max_s, lock=lock)
     finally:
         lock.release()
 
@@ -731,9 +722,5 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
             close_fds=True,
             env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
         )
-    update_state(run_dir, lambda s: s.update(follower_pid=proc.pid))
+    update_state(run_dir, lambda s: s.update({"follower_pid": proc.pid}))
     return proc.pid
-
-
-def status_dict(status: JobStatus) -> dict[str, Any]:
-    return asdict(status)

@@ -8,15 +8,15 @@ tried in this order:
 2. ``srun --overlap --jobid=J`` running ``nvidia-smi --query-gpu=...`` once per node, where the site
    allows overlapping steps.
 A source that fails twice in a row is dropped; the follower carries on without GPU samples.
+The nodes are remote, so NVML (``console.monitor.gpu.GpuSampler``, this machine's GPUs) cannot see
+them; ``NodeSampler`` runs on ``console.runs.sampling.SamplerThread`` like the local samplers.
 """
 
 from __future__ import annotations
 
-import queue
 import re
 import shlex
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -83,8 +83,8 @@ def parse_srun_label_output(text: str, nodes: Sequence[str]) -> dict[str, list[d
         if sep and task.strip().isdigit():
             by_task.setdefault(int(task.strip()), []).append(rest.strip())
     out = {}
-    for task, lines in sorted(by_task.items()):
-        node = nodes[task] if task < len(nodes) else f"task{task}"
+    for index, lines in sorted(by_task.items()):
+        node = nodes[index] if index < len(nodes) else f"task{index}"
         out[node] = parse_nvidia_smi_csv("\n".join(lines))
     return out
 
@@ -237,6 +237,8 @@ class NodeSampler:
         self._addrs: dict[str, str] = {}  # node name -> NodeAddr (scontrol show node)
         self._addrs_asked = False
         self.samples = 0
+        self.step: str | None = None  # set by SamplerThread; the follower names the step itself
+        self._target: tuple[str, int, tuple[str, ...]] | None = None
 
     @classmethod
     def from_spec(cls, spec: RunSpec) -> NodeSampler | None:
@@ -330,36 +332,39 @@ class NodeSampler:
         source: str,
         queried: list[str],
     ) -> Event | None:
+        why = None
         if devices:
             self._gpu_said.pop(node, None)
-            return Event(
-                "gpu",
-                None,
-                {
-                    "node": node,
-                    "available": True,
-                    "reason": None,
-                    "devices": devices,
-                    "source": source,
-                    "queried": queried,
-                },
-            )
-        why = reason or "no GPU reported"
-        if self._gpu_said.get(node) == why:
-            return None
-        self._gpu_said[node] = why
-        return Event(
-            "gpu",
-            None,
-            {
-                "node": node,
-                "available": False,
-                "reason": why,
-                "devices": [],
-                "source": source,
-                "queried": queried,
-            },
-        )
+        else:
+            why = reason or "no GPU reported"
+            if self._gpu_said.get(node) == why:
+                return None
+            self._gpu_said[node] = why
+        data = {
+            "node": node,
+            "available": bool(devices),
+            "reason": why,
+            "devices": devices or [],
+            "source": source,
+            "queried": queried,
+        }
+        return Event("gpu", None, data)
+
+    def aim(self, job_id: str | None, num_nodes: int = 1, nodes: Sequence[str] = ()) -> None:
+        """Sample this job's nodes from now on (``job_id=None``: pause)."""
+        self._target = (job_id, num_nodes, tuple(nodes)) if job_id else None
+
+    def sample_once(self) -> list[Event]:
+        """What ``console.runs.sampling.SamplerThread`` calls: a sample of the aimed job when one is
+        due (``interval_s``), never an exception (a sampling failure must not end the follower)."""
+        target = self._target
+        if target is None:
+            return []
+        try:
+            return self.maybe_sample(*target)
+        except Exception as exc:  # noqa: BLE001
+            print(f"rl-console follow: node sampling failed: {exc!r}", file=sys.stderr, flush=True)
+            return []
 
     def maybe_sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
         now = time.monotonic()
@@ -410,54 +415,3 @@ class NodeSampler:
             print(f"rl-console follow: node sampling: {failed}", file=sys.stderr, flush=True)
         self.samples += 1
         return events
-
-
-GpuSampler = NodeSampler  # the name this module had before it sampled hosts too
-
-
-class SamplerThread:
-    """Runs a :class:`NodeSampler` beside the follower's loop (an ``srun --overlap`` may take
-    seconds; the logs must keep flowing meanwhile). Its events come back through ``drain()``, so
-    only the follower's thread writes events.jsonl."""
-
-    def __init__(self, sampler: NodeSampler, wake_s: float = 0.25) -> None:
-        self.sampler = sampler
-        self.wake_s = wake_s
-        self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
-        self._target: tuple[str, int, tuple[str, ...]] | None = None
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def aim(self, job_id: str | None, num_nodes: int = 1, nodes: Sequence[str] = ()) -> None:
-        """Sample this job's nodes from now on (``job_id=None``: pause)."""
-        with self._lock:
-            self._target = (job_id, num_nodes, tuple(nodes)) if job_id else None
-        if job_id and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="rl-console-node-sampler", daemon=True)
-            self._thread.start()
-
-    def drain(self) -> list[Event]:
-        out = []
-        while True:
-            try:
-                out.append(self._queue.get_nowait())
-            except queue.Empty:
-                return out
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            with self._lock:
-                target = self._target
-            if target is not None:
-                try:
-                    for ev in self.sampler.maybe_sample(*target):
-                        self._queue.put(ev)
-                except Exception as exc:  # noqa: BLE001 - a sampling failure must not end the follower
-                    print(f"rl-console follow: node sampling failed: {exc!r}", file=sys.stderr, flush=True)
-            self._stop.wait(self.wake_s)

@@ -205,9 +205,6 @@ def scontrol_job(job_id: str) -> JobRecord | None:
 
 
 # ---- sacct -------------------------------------------------------------------------------------
-ACCOUNTING_DISABLED = "accounting storage is disabled"
-
-
 def parse_sacct(stdout: str, job_id: str) -> JobRecord | None:
     """``sacct -n -P -X -j ID -o JobID,State,ExitCode,Reason,NodeList,NNodes``; the last record of the
     job itself (a requeued job has several)."""

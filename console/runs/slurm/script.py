@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import console
+from console.commandtext import shell_line
 from console.errors import SpecError
 from console.redact import MASK, is_secret_name, redact_env, secret_argv_positions
+from console.rundir.paths import fill_run_dir
 from console.rundir.state import step_log_name
 from console.spec import RunSpec
 
@@ -46,10 +48,8 @@ class Submission:
 
     def command_text(self) -> str:
         """The submission as one shell line (secrets masked), for display and ``slurm/submit.sh``."""
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in redact_env(self.env).items())
-        cmd = shlex.join(["sbatch", "--parsable", *self.sbatch_args])
         prefix = f"cd {shlex.quote(self.cwd)} && " if self.cwd else ""
-        return prefix + (f"{env} " if env else "") + cmd
+        return prefix + shell_line(["sbatch", "--parsable", *self.sbatch_args], redact_env(self.env))
 
     def preview(self) -> str:
         lines = [f"# rl-console Slurm submission ({self.mode} mode)"]
@@ -67,7 +67,8 @@ SRUN_LOG_SUFFIX = ".srun.log"  # srun's own messages for a step: logs/NN-<step>.
 def plan_dict(plan: Any) -> dict[str, Any]:
     """Accept a ``console.plan.Plan`` (``to_dict()``) or its dict form."""
     if hasattr(plan, "to_dict"):
-        return plan.to_dict()
+        d: dict[str, Any] = plan.to_dict()
+        return d
     if isinstance(plan, dict):
         return plan
     raise SpecError(f"not a plan: {type(plan).__name__}")
@@ -151,16 +152,6 @@ def generic_word(text: str, roots: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def _subst_run_dir(value: Any, run_dir: Path) -> Any:
-    if isinstance(value, str):
-        return value.replace("{run_dir}", str(run_dir))
-    if isinstance(value, list):
-        return [_subst_run_dir(v, run_dir) for v in value]
-    if isinstance(value, dict):
-        return {k: _subst_run_dir(v, run_dir) for k, v in value.items()}
-    return value
-
-
 # ---- pieces of the script --------------------------------------------------------------------
 def container_mounts(spec: RunSpec, run_dir: Path) -> list[str]:
     """``--mounts`` as given, plus the run folder (steps write their logs there) when not covered."""
@@ -212,17 +203,12 @@ def _step_block(index: int, step: dict[str, Any], roots: dict[str, str], launch_
     unset = [str(u) for u in step.get("unset") or []]
     srun = launch_prefix[:1] == ["srun"]
     launch_prefix = _merge_stderr(launch_prefix)
-    env_words = ["env"] + [w for u in unset for w in ("-u", shlex.quote(u))]
-    env_words += [
-        f"{shlex.quote(k + '=')}{generic_word(v, roots)}" if v else shlex.quote(k + "=")
-        for k, v in env.items()
-    ]
-    words = (env_words if len(env_words) > 1 else []) + [_word(a, roots) for a in [*launch_prefix, *argv]]
+    line = shell_line([*launch_prefix, *argv], env, unset, word=lambda w: _word(w, roots))
     cwd = step.get("cwd") or None
     cd = f"cd {generic_word(str(cwd), roots)} && " if cwd else ""
     on_failure = step.get("on_failure") or "stop"
     log = f'"${{RUN_DIR}}/logs/{stem}.log"'
-    run = f"( {cd}exec {' '.join(words)} )"
+    run = f"( {cd}exec {line} )"
     if srun:  # srun's stderr (its own messages) to srun_messages, which sends slurmstepd's to the log
         run = (
             f"{{ trap : TERM INT; {run} 2>&1 >&3 3>&- | srun_messages {shlex.quote(stem)} 3>&-; "
@@ -420,7 +406,7 @@ def sbatch_resource_args(spec: RunSpec, steps: list[dict[str, Any]], job_name: s
 def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
     """Build the submission for ``plan`` (writes nothing)."""
     run_dir = Path(run_dir).resolve()
-    pd, secrets = split_secrets(_subst_run_dir(plan_dict(plan), run_dir), spec)
+    pd, secrets = split_secrets(fill_run_dir(plan_dict(plan), run_dir), spec)
     steps = pd.get("steps") or []
     mode = choose_mode(spec)
     job_name = "rlc-" + _NAME_RE.sub("-", run_dir.name.lower()).strip("-")[:60]

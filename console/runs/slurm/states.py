@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-CATALOG = Path(__file__).resolve().parents[2] / "catalog" / "slurm.toml"
+from console.catalog.schema import SlurmCatalog, load_checked
 
 
 @dataclass(frozen=True)
@@ -21,10 +19,9 @@ class StateMeaning:
     klass: str | None = None  # the triage class when this state decides the verdict
 
 
-@lru_cache(maxsize=1)
-def _catalog() -> dict[str, Any]:
-    with open(CATALOG, "rb") as fh:
-        return tomllib.load(fh)
+def _catalog() -> SlurmCatalog:
+    catalog: SlurmCatalog = load_checked("slurm", SlurmCatalog)
+    return catalog
 
 
 def meaning(state: str) -> StateMeaning:

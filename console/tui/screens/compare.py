@@ -99,24 +99,25 @@ class CompareScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "Compare"
-        self.compute()
+        self.compute(self.baseline, self.candidate)
 
     @work(thread=True, exclusive=True, group="compare")
-    def compute(self) -> None:
+    def compute(self, baseline: Path, candidate: Path) -> None:
+        """The pair comes in as arguments: a swap meanwhile never mixes the sides."""
         from console.compare import compare_runs
 
         try:
-            self.post_message(TaskDone("compare", compare_runs(self.baseline, self.candidate)))
+            self.post_message(TaskDone("compare", compare_runs(baseline, candidate)))
         except Exception as exc:  # noqa: BLE001 - one line on the screen, never a crash
             self.post_message(TaskDone("compare", None, error=str(exc)))
 
     def action_swap(self) -> None:
         self.baseline, self.candidate = self.candidate, self.baseline
         self.query_one("#cmp-title", Static).update(self._title())
-        self.compute()
+        self.compute(self.baseline, self.candidate)
 
     def action_refresh_compare(self) -> None:
-        self.compute()
+        self.compute(self.baseline, self.candidate)
 
     async def on_task_done(self, message: TaskDone) -> None:
         if message.kind != "compare":
@@ -136,7 +137,7 @@ class CompareScreen(Screen[None]):
         await body.remove_children()
         k = r["last_k"]
         widgets: list[Any] = [Static(f"Metrics: mean of the last {k} steps", classes="cmp-section")]
-        table: DataTable[str] = DataTable(id="cmp-metrics", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="cmp-metrics", cursor_type="row", zebra_stripes=True)
         table.add_columns("metric", "base", "cand", "delta", "rel", "div@", "tol", "")
         for row in metric_table(r):
             status = row[-1]
@@ -146,14 +147,14 @@ class CompareScreen(Screen[None]):
         widgets += self._curves(r)
         if r["timing"]:
             widgets.append(Static("Timing and throughput", classes="cmp-section"))
-            timing: DataTable[str] = DataTable(id="cmp-timing", cursor_type="row")
+            timing: DataTable[str | Text] = DataTable(id="cmp-timing", cursor_type="row")
             timing.add_columns("", "base", "cand", "delta", "rel", "")
             for row in timing_table(r):
                 timing.add_row(*row[:-1], Text(row[-1], style="bold red"))
             widgets.append(timing)
         if r["gpu"]:
             widgets.append(Static("GPU peak memory", classes="cmp-section"))
-            gpu: DataTable[str] = DataTable(id="cmp-gpu", cursor_type="row")
+            gpu: DataTable[str | Text] = DataTable(id="cmp-gpu", cursor_type="row")
             gpu.add_columns("device", "base", "cand", "delta", "")
             for g in r["gpu"]:
                 gpu.add_row(
@@ -234,7 +235,7 @@ def compare_selected(screen: Any, run_dir: Path | None = None) -> None:
             screen.notify("No run selected", severity="warning")
             return
         run_dir = row.path
-    mark = getattr(screen.app, "compare_mark", None)
+    mark = screen.app.compare_mark
     if mark is not None and Path(mark).resolve() != Path(run_dir).resolve():
         screen.app.compare_mark = None
         screen.app.push_screen(CompareScreen(Path(mark), Path(run_dir)))

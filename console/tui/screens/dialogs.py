@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -80,28 +80,17 @@ class PathPrompt(ModalScreen[Path | None]):
         self.dismiss(None)
 
 
-def confirm_cancel(screen: Screen, run_dir: Path, run_id: str, live: bool) -> None:
-    """Ask, then cancel the run in a background thread (SIGINT -> SIGTERM -> SIGKILL takes time)."""
+def confirm_cancel(screen: Screen[Any], run_dir: Path, run_id: str, live: bool) -> None:
+    """Ask, then cancel the run in the app's cancel worker (it outlives the screen)."""
     app = screen.app
     if not live:
         app.notify(f"{run_id} is not running", severity="warning")
         return
 
     def go(answer: bool | None) -> None:
-        if not answer:
-            return
-        from console.tui import backend
-
-        def work() -> None:
-            try:
-                backend.cancel_run(run_dir, 10.0)
-            except Exception as exc:  # noqa: BLE001 - reported to the user in one line
-                app.call_from_thread(app.notify, f"cancel failed: {exc}", severity="error")
-                return
-            app.call_from_thread(app.notify, f"{run_id}: cancelled")
-
-        threading.Thread(target=work, name="cancel-run", daemon=True).start()
-        app.notify(f"cancelling {run_id}...")
+        if answer:
+            app.cancel_run(run_dir, run_id)  # type: ignore[attr-defined]
+            app.notify(f"cancelling {run_id}...")
 
     app.push_screen(
         ConfirmDialog(

@@ -68,11 +68,12 @@ class HomeScreen(Screen[None]):
 
     @property
     def runs_dir(self) -> Path:
-        return self.app.runs_dir  # type: ignore[attr-defined]
+        runs_dir: Path = self.app.runs_dir  # type: ignore[attr-defined]  # ConsoleApp's, not App's
+        return runs_dir
 
     @work(thread=True, exclusive=True, group="home-scan")
     def scan(self) -> None:
-        self.post_message(RunsListed(list_runs(self.runs_dir)))
+        self.post_message(RunsListed(tuple(list_runs(self.runs_dir))))
 
     def on_runs_listed(self, message: RunsListed) -> None:
         table = self.query_one("#runs-table", DataTable)

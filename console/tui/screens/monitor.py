@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from rich.text import Text
@@ -29,9 +30,10 @@ from textual.widgets import (
 from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
+from console.commandtext import remedy_text
 from console.tui import backend
 from console.tui.logfollow import LogFollower
-from console.tui.messages import HostSampled, LinesPending, RunUpdated, TaskDone
+from console.tui.messages import HostSampled, LogLines, RunUpdated, TaskDone
 from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
 from console.tui.screens.badges import status_text, verdict_badge
 from console.tui.screens.findingtext import finding_text
@@ -45,7 +47,6 @@ HOST_POLL_S = 2.0
 KEY_METRICS = ("loss", "reward", "token_mult_prob_error", "gen_kl_error", "grad_norm", "lr")
 MAX_METRIC_ROWS = 12
 PLOT_MIN_SIZE = (120, 36)  # columns, rows of the screen: below this, sparklines only
-TABS = ("log", "steps", "metrics", "system", "findings", "verdict")
 
 
 def _bar(used: float, total: float, width: int = 20) -> str:
@@ -97,25 +98,20 @@ class MonitorScreen(Screen[None]):
         self.run_dir = run_dir
         self.snapshot: RunSnapshot | None = None
         self.log_index: int | None = None  # None: follow the current step's log
-        self._want_log: Path | None = None
-        self._lock = threading.Lock()
-        self._pending: deque[str] = deque()
-        self._dropped = 0
-        self._reset_view = False
+        self._log_path: Path | None = None  # the log the follower worker of generation _log_gen reads
+        self._log_gen = 0
         self._log_label = ""
         self._input_mode = ""  # "search" | "filter"
         self._metric_names: list[str] = []
         self._metric_gen = 0
         self._plot_sig: tuple[Any, ...] = ()
-        self._host: dict[str, Any] = {}
-        self._gpu: list[dict[str, Any]] = []
+        self._host: Mapping[str, Any] = MappingProxyType({})
+        self._gpu: tuple[dict[str, Any], ...] = ()
         self._gpu_reason = ""
         self._verdict: dict[str, Any] | None = None
         self._verdict_for: str | None = None
         self._findings_sig: tuple[int, str | None] = (-1, None)
         self._finding_rows: list[dict[str, Any]] = []
-        self.drains = 0  # benchmarks read these
-        self.updates = 0
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -160,47 +156,32 @@ class MonitorScreen(Screen[None]):
         self.watch_run()
         self.sample_host()
 
-    # -- workers (post messages only) -------------------------------------------------------
+    # -- workers (post immutable messages only; the handlers below own the screen's state) ---------
     @work(thread=True, exclusive=True, group="monitor-watch")
     def watch_run(self) -> None:
         worker = get_current_worker()
         model = RunModel(self.run_dir)
-        follower: LogFollower | None = None
-        next_state = 0.0
         while not worker.is_cancelled:
-            now = time.monotonic()
-            if now >= next_state:
-                snap = model.refresh()
-                self.post_message(RunUpdated(snap))
-                next_state = now + STATE_POLL_S
-                if self.log_index is None:
-                    with self._lock:
-                        self._want_log = snap.log_path()
-            with self._lock:
-                want = self._want_log
-            if want is not None and (follower is None or follower.path != want):
-                follower = LogFollower(want)
-                with self._lock:
-                    self._pending.clear()
-                    self._reset_view = True
-                    self._log_label = (
-                        str(want.relative_to(self.run_dir))
-                        if want.is_relative_to(self.run_dir)
-                        else str(want)
-                    )
-            if follower is not None:
-                lines = follower.poll()
-                if lines or self._reset_view:
-                    with self._lock:
-                        self._pending.extend(lines)
-                        over = len(self._pending) - KEEP_LINES
-                        for _ in range(max(0, over)):
-                            self._pending.popleft()
-                        self._dropped += max(0, over)
-                    self.post_message(LinesPending())
-                    if follower.backlog:
-                        continue  # a backlog beyond one read: catch up without sleeping
-            worker.cancelled_event.wait(LOG_POLL_S)
+            self.post_message(RunUpdated(model.refresh()))
+            worker.cancelled_event.wait(STATE_POLL_S)
+
+    @work(thread=True, exclusive=True, group="monitor-log")
+    def follow_log(self, path: Path, gen: int) -> None:
+        """The lines appended to ``path``, posted as tuples with one batch in flight at a time: what
+        comes meanwhile waits here, trimmed to the lines the view keeps."""
+        worker = get_current_worker()
+        follower = LogFollower(path)
+        waiting: deque[str] = deque(maxlen=KEEP_LINES)
+        taken = threading.Event()
+        taken.set()
+        while not worker.is_cancelled:
+            waiting.extend(follower.poll())
+            if waiting and taken.is_set():
+                taken = threading.Event()
+                self.post_message(LogLines(gen, tuple(waiting), taken))
+                waiting.clear()
+            if not follower.backlog:  # a backlog beyond one read: catch up without sleeping
+                worker.cancelled_event.wait(LOG_POLL_S)
 
     @work(thread=True, exclusive=True, group="monitor-host")
     def sample_host(self) -> None:
@@ -215,8 +196,8 @@ class MonitorScreen(Screen[None]):
         except Exception:  # noqa: BLE001 - no GPU sampler: show run events only
             gpu = None
         while not worker.is_cancelled:
-            host_data: dict[str, Any] = {}
             gpu_data: list[dict[str, Any]] = []
+            reason = ""
             try:
                 host_data = backend.as_data(host.sample()) if host is not None else _psutil_host(paths)
             except Exception:  # noqa: BLE001
@@ -225,11 +206,10 @@ class MonitorScreen(Screen[None]):
                 try:
                     sample = backend.as_data(gpu.sample())
                     gpu_data = list(sample.get("devices") or [])
-                    self._gpu_reason = str(sample.get("reason") or "")
+                    reason = str(sample.get("reason") or "")
                 except Exception as exc:  # noqa: BLE001 - lost GPU / no driver: say why
-                    gpu_data = []
-                    self._gpu_reason = str(exc)
-            self.post_message(HostSampled(host_data, gpu_data))
+                    reason = str(exc)
+            self.post_message(HostSampled(MappingProxyType(host_data), tuple(gpu_data), reason))
             worker.cancelled_event.wait(HOST_POLL_S)
 
     @work(thread=True, exclusive=True, group="monitor-verdict")
@@ -240,16 +220,22 @@ class MonitorScreen(Screen[None]):
             self.post_message(TaskDone("verdict", error=str(exc)))
 
     # -- message handlers (own the state) ----------------------------------------------------
-    def on_lines_pending(self, message: LinesPending) -> None:
-        with self._lock:
-            lines = list(self._pending)
-            self._pending.clear()
-            reset, self._reset_view = self._reset_view, False
-        view = self.query_one("#logview", LogView)
-        if reset:
-            view.reset()
-        view.append_lines(lines)
-        self.drains += 1
+    def _follow(self, path: Path | None) -> None:
+        """Show ``path`` in the log view (a new follower worker) unless it is the one shown."""
+        if path is None or path == self._log_path:
+            return
+        self._log_path, self._log_gen = path, self._log_gen + 1
+        self._log_label = (
+            str(path.relative_to(self.run_dir)) if path.is_relative_to(self.run_dir) else str(path)
+        )
+        self.query_one("#logview", LogView).reset()
+        self.follow_log(path, self._log_gen)
+
+    def on_log_lines(self, message: LogLines) -> None:
+        message.taken.set()
+        if message.gen != self._log_gen or not self.is_attached:
+            return  # from the follower of a log no longer shown, or the screen is being closed
+        self.query_one("#logview", LogView).append_lines(message.lines)
         self._render_log_bar()
         self.call_after_refresh(self._render_log_bar)  # the lines' width is known after layout
 
@@ -258,7 +244,8 @@ class MonitorScreen(Screen[None]):
             return  # a snapshot that arrives while the screen is being closed (quit, back): nothing to draw
         snap = message.snapshot
         self.snapshot = snap
-        self.updates += 1
+        if self.log_index is None:
+            self._follow(snap.log_path())
         self._render_header(snap)
         self._render_steps(snap)
         self._render_metrics(snap)
@@ -271,8 +258,7 @@ class MonitorScreen(Screen[None]):
         self._render_verdict()
 
     def on_host_sampled(self, message: HostSampled) -> None:
-        self._host = message.host
-        self._gpu = message.gpu
+        self._host, self._gpu, self._gpu_reason = message.host, message.gpu, message.gpu_reason
         self._render_system()
 
     def on_task_done(self, message: TaskDone) -> None:
@@ -478,8 +464,7 @@ class MonitorScreen(Screen[None]):
         if finding.get("step") in names:
             target = names.index(finding["step"])
             self.log_index = None if target == self.snapshot.current_index else target
-            with self._lock:
-                self._want_log = self.snapshot.log_path(target)
+            self._follow(self.snapshot.log_path(target))
         path = (
             self.snapshot.log_path(names.index(finding["step"]))
             if finding.get("step") in names
@@ -679,8 +664,7 @@ class MonitorScreen(Screen[None]):
         base = snap.current_index if self.log_index is None else self.log_index
         idx = max(0, min(count - 1, base + delta))
         self.log_index = None if idx == snap.current_index else idx
-        with self._lock:
-            self._want_log = snap.log_path(idx)
+        self._follow(snap.log_path(idx))
         self.notify(
             f"log of step {idx + 1}/{count}" + (" (following)" if self.log_index is None else ""), timeout=1.5
         )
@@ -717,7 +701,10 @@ class MonitorScreen(Screen[None]):
                 self.start_rerun(remedy)
 
         self.app.push_screen(
-            ConfirmDialog(f"Rerun with the fix for {primary.get('class')}?", f"remedy: {remedy}"), go
+            ConfirmDialog(
+                f"Rerun with the fix for {primary.get('class')}?", f"remedy: {remedy_text(remedy)}"
+            ),
+            go,
         )
 
     @work(thread=True, exclusive=True, group="monitor-rerun")

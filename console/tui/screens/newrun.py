@@ -8,30 +8,26 @@ import os
 import shlex
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, VerticalGroup, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, TextArea
 
-from console.redact import redact_env, redact_text
-from console.spec import FRAMEWORKS, RunSpec
+from console.commandtext import command_line
+from console.redact import redact_text
+from console.spec import FRAMEWORKS, LAUNCHERS, RunSpec, make_spec
 from console.tui import backend
 from console.tui.messages import TaskDone
 from console.tui.widgets.footer import ConsoleFooter
 
-
-def _field(item: Any, *names: str, default: Any = None) -> Any:
-    for name in names:
-        if isinstance(item, dict) and name in item:
-            return item[name]
-        if hasattr(item, name):
-            return getattr(item, name)
-    return default
+if TYPE_CHECKING:  # console.plan imports Hydra: the screen gets it through backend, when used
+    from console.catalog import Variant
+    from console.plan import LevelInfo
 
 
 def check_repo(value: str) -> tuple[bool, str]:
@@ -73,7 +69,35 @@ FLAG_WORDS = (
     ("--env", "Environment"),
     ("--model", "Model"),
     ("--repo", "NeMo-RL / verl checkout"),
+    ("--hang-timeout", "Hang timeout"),
+    ("--gpus-per-node", "GPUs per node"),
+    ("--cpus-per-task", "CPUs per task"),
+    ("--nodes", "Nodes"),
 )
+FIELD_GUIDES = {
+    "model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
+    "bridge_repo": "Your Megatron-Bridge checkout (the change under test).",
+    "repo": "The NeMo-RL or verl checkout the procedure runs in.",
+    "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
+    "env": "Extra environment, one KEY=VALUE per line (secrets never reach files).",
+    "bridge_tests": "Extra Bridge test files for your model, run with the Bridge checks.",
+    "hang_timeout": "A run with no training progress for this long is reported as a hang.",
+    "launcher": "local runs here, detached; slurm submits the same steps with sbatch.",
+}
+# The Slurm options of `rl-console run` (id, label, placeholder, Input type), shown for slurm.
+SLURM_INPUTS = (
+    ("nodes", "Nodes", "1", "integer"),
+    ("partition", "Partition", "the cluster's default", "text"),
+    ("account", "Account", "the cluster's default", "text"),
+    ("time", "Time limit", "the partition's, e.g. 02:00:00", "text"),
+    ("container", "Container image (pyxis)", "none: the node's own environment", "text"),
+    ("mounts", "Container mounts", "SRC:DST,...", "text"),
+    ("gpus_per_node", "GPUs per node", "what the steps need", "integer"),
+    ("cpus_per_task", "CPUs per task", "the cluster's default, often 1", "integer"),
+)
+FIELD_GUIDES |= {
+    key: f"Slurm: {label}, as `rl-console run --{key.replace('_', '-')}`." for key, label, *_ in SLURM_INPUTS
+}
 
 
 def in_console_words(message: str) -> str:
@@ -84,7 +108,7 @@ def in_console_words(message: str) -> str:
 
 
 def check_choice(
-    levels: list[int], variants: list[str], need_variant: set[int], variant_info: list[Any]
+    levels: list[int], variants: list[str], need_variant: set[int], variant_info: list[Variant]
 ) -> str | None:
     """The level/variant rules of the plan builder, said for this screen; None when consistent."""
     by_name = {v.name: v for v in variant_info}
@@ -116,8 +140,8 @@ class NewRunScreen(Screen[None]):
     def __init__(self, runs_dir: Path) -> None:
         super().__init__()
         self.runs_dir = runs_dir
-        self.levels: list[Any] = []
-        self.variant_info: list[Any] = []
+        self.levels: list[LevelInfo] = []
+        self.variant_info: list[Variant] = []
         self.need_variant: set[int] = set()
         self.recommended: list[int] = []
         self.plan: Any = None
@@ -159,6 +183,18 @@ class NewRunScreen(Screen[None]):
             yield Label("Environment (KEY=VALUE, one per line)", classes="field")
             yield TextArea("", id="env")
             yield Static("", markup=False, id="env-status", classes="field-hint")
+            yield Label("Bridge tests (extra model-specific test paths, one per line)", classes="field")
+            yield TextArea("", id="bridge_tests")
+            yield Label("Hang timeout (seconds without training progress; empty: 1800)", classes="field")
+            yield Input(placeholder="1800", id="hang_timeout", type="number", compact=True)
+            yield Label("Launcher (local: this machine; slurm: sbatch from here)", classes="field")
+            yield Select(
+                [(n, n) for n in LAUNCHERS], value="local", allow_blank=False, id="launcher", compact=True
+            )
+            with VerticalGroup(id="slurm-fields"):
+                for key, label, hint, kind in SLURM_INPUTS:
+                    yield Label(label, classes="field")
+                    yield Input(placeholder=hint, id=key, type=kind, compact=True)  # type: ignore[arg-type]
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Preview F2", id="preview-button")
                 yield Button("Preflight F3", id="preflight-button")
@@ -170,6 +206,7 @@ class NewRunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "new run"
+        self.query_one("#slurm-fields").display = False
         self._load_catalog("demo")
         for name in ("bridge_repo", "repo"):
             self._validate_repo(name, self.query_one(f"#{name}", Input).value)
@@ -198,7 +235,7 @@ class NewRunScreen(Screen[None]):
             return
         status.update("")
         for item in self.levels:
-            number = int(_field(item, "number", "level", default=0))
+            number = item.number
             levels_list.add_option((self._level_prompt(item), number, number == 0))
         try:
             questions = backend.touched_areas()
@@ -212,11 +249,11 @@ class NewRunScreen(Screen[None]):
             self._recommend(kept_touched)
         self._check_choice()
 
-    def _level_prompt(self, item: Any) -> Text:
-        number = int(_field(item, "number", "level", default=0))
+    def _level_prompt(self, item: LevelInfo) -> Text:
+        number = item.number
         prompt = Text(f"L{number} ", style="bold")
-        prompt.append(str(_field(item, "title", default="")))
-        gpus = int(_field(item, "gpus", default=0) or 0)
+        prompt.append(item.title)
+        gpus = item.gpus
         if gpus:
             prompt.append(f"  {gpus} GPU", style="dim")
         if number in self.recommended:
@@ -236,25 +273,23 @@ class NewRunScreen(Screen[None]):
             "" if self.variant_info else f"{self.framework} has no variants"
         )
 
-    def _level_info(self, number: int) -> Any:
-        return next(
-            (lv for lv in self.levels if int(_field(lv, "number", "level", default=-1)) == number), None
-        )
+    def _level_info(self, number: int) -> LevelInfo | None:
+        return next((lv for lv in self.levels if lv.number == number), None)
 
     def level_guide(self, number: int) -> Text:
         item = self._level_info(number)
         if item is None:
             return Text("")
         text = Text()
-        text.append(f"Level {number}: {_field(item, 'title', default='')}", style="bold")
-        gpus = int(_field(item, "gpus", default=0) or 0)
+        text.append(f"Level {number}: {item.title}", style="bold")
+        gpus = item.gpus
         text.append(f"  ({gpus} GPU)" if gpus else "  (no GPU needed)", style="dim")
         if number in self.recommended:
             text.append("  recommended for your change", style="bold green")
         text.append("\nrequired when: ", style="bold")
-        text.append(str(_field(item, "required_when", "when", default="") or "-"))
+        text.append(item.required_when or "-")
         text.append("\nproves: ", style="bold")
-        text.append(str(_field(item, "proves", default="") or "-"))
+        text.append(item.proves or "-")
         names = [v.name for v in self.variant_info if number in v.levels]
         if names:
             need = "runs only with one of" if number in self.need_variant else "variants"
@@ -288,9 +323,13 @@ class NewRunScreen(Screen[None]):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "framework" and isinstance(event.value, str):
             self._load_catalog(event.value)
-            self.plan = None
+        elif event.select.id == "launcher":
+            self.query_one("#slurm-fields").display = event.value == "slurm"
+        self.plan = None
 
-    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+    def on_selection_list_selection_highlighted(
+        self, event: SelectionList.SelectionHighlighted[str | int]
+    ) -> None:
         listing = event.selection_list
         value = listing.get_option_at_index(event.selection_index).value
         if listing.id == "levels":
@@ -322,22 +361,13 @@ class NewRunScreen(Screen[None]):
                 "Framework: demo runs the embedded GRPO demo (no GPU needed); nemo-rl and verl run "
                 "the procedures' commands in your checkouts."
             )
-        elif wid in ("model", "bridge_repo", "repo", "overrides", "env"):
-            self._guide(
-                {
-                    "model": "Model: a Hugging Face id or a local path. Empty: each step's default.",
-                    "bridge_repo": "Your Megatron-Bridge checkout (the change under test).",
-                    "repo": "The NeMo-RL or verl checkout the procedure runs in.",
-                    "overrides": "Hydra overrides, one KEY=VALUE per line, checked against the config.",
-                    "env": "Extra environment, one KEY=VALUE per line (secrets never reach files).",
-                }[wid]
-                + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch"
-            )
+        elif wid in FIELD_GUIDES:
+            self._guide(FIELD_GUIDES[wid] + "\nF2 preview the exact commands  F3 preflight  ctrl+l launch")
 
-    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str | int]) -> None:
         self.plan = None
         if event.selection_list.id == "touched":
-            self._recommend(list(event.selection_list.selected))
+            self._recommend([str(v) for v in event.selection_list.selected])
         self._check_choice()
 
     def choice_summary(self) -> str:
@@ -359,7 +389,7 @@ class NewRunScreen(Screen[None]):
         self.recommended = [int(n) for n in wanted]
         levels = self.query_one("#levels", SelectionList)
         for i, item in enumerate(self.levels):
-            number = int(_field(item, "number", "level", default=0))
+            number = item.number
             with contextlib.suppress(Exception):
                 levels.replace_option_prompt_at_index(i, self._level_prompt(item))
             if number in wanted:
@@ -424,26 +454,27 @@ class NewRunScreen(Screen[None]):
         problem = self._check_choice()
         if problem:
             raise SpecError(problem)
-        variants = list(self.query_one("#variants", SelectionList).selected)
-        levels = sorted(self.query_one("#levels", SelectionList).selected) or [0]
-        framework = self.framework
-        bridge = self.query_one("#bridge_repo", Input).value.strip() or None
-        repo = self.query_one("#repo", Input).value.strip() or None
-        if repo is None and framework == "nemo-rl":
-            repo = os.environ.get("NEMO_RL_REPO")
-        elif repo is None and framework == "verl":
-            repo = os.environ.get("VERL_REPO")
-        return RunSpec(
-            framework=framework,
-            levels=levels,
-            variants=variants,
-            model=self.query_one("#model", Input).value.strip() or None,
-            bridge_repo=bridge if framework != "demo" else None,
-            repo=repo,
-            overrides=self._overrides(),
-            env=env,
-            runs_dir=str(self.runs_dir),
+        launcher = str(self.query_one("#launcher", Select).value)
+        tests = self.query_one("#bridge_tests", TextArea).text.splitlines()
+        value = self._value
+        return make_spec(
+            {key: value(key) for key in ("model", "repo", "hang_timeout")}
+            | {key: value(key) for key, *_ in SLURM_INPUTS if launcher == "slurm"}
+            | {
+                "framework": self.framework,
+                "levels": self.query_one("#levels", SelectionList).selected,
+                "variants": self.query_one("#variants", SelectionList).selected,
+                "bridge_repo": value("bridge_repo") if self.framework != "demo" else None,
+                "overrides": self._overrides(),
+                "env": env,
+                "runs_dir": str(self.runs_dir),
+                "launcher": launcher,
+                "bridge_tests": [t.strip() for t in tests if t.strip()],
+            }
         )
+
+    def _value(self, input_id: str) -> str | None:
+        return self.query_one(f"#{input_id}", Input).value.strip() or None
 
     # -- actions -----------------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -612,11 +643,9 @@ def render_preview(plan: Any) -> Text:
         if step.get("gpus"):
             text.append(f"  ({step['gpus']} GPU)")
         text.append(f"\n   cd {shlex.quote(str(step.get('cwd') or '.'))}\n")
-        for key, value in redact_env(step.get("env") or {}).items():
-            text.append(f"   export {key}={shlex.quote(str(value))}\n", style="dim")
-        for key in step.get("unset") or []:
-            text.append(f"   unset {key}\n", style="dim")
-        text.append(f"   {shlex.join(str(a) for a in step.get('argv') or [])}\n", style="cyan")
+        env = command_line({"env": step.get("env"), "unset": step.get("unset")})
+        text.append(f"   {env}\n" if env else "", style="dim")
+        text.append(f"   {command_line(list(step.get('argv') or []))}\n", style="cyan")
         if step.get("proves"):
             text.append(f"   proves: {step['proves']}\n", style="dim")
     return text

@@ -7,9 +7,8 @@ above a virtual view of the whole file: enter jumps to the finding's line wherev
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -19,6 +18,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from console.tui import backend
 from console.tui.messages import TaskDone
@@ -42,8 +42,7 @@ class TriageScreen(Screen[None]):
         super().__init__()
         self.paths = paths
         self.start_line = line
-        self.result: dict | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.result: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -64,27 +63,21 @@ class TriageScreen(Screen[None]):
         self.set_interval(STATUS_S, self._render_logbar)
         self.load()
 
-    def _remember_proc(self, proc: subprocess.Popen[bytes]) -> None:
-        self._proc = proc
-
-    def on_unmount(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                proc.kill()
-
     def _render_logbar(self) -> None:
         view = self.query_one("#triage-log", VirtualLogView)
         self.query_one("#triage-logbar", Static).update(f"{self.paths[0].name} · {view.status()}")
 
     @work(thread=True, exclusive=True, group="triage")
     def load(self) -> None:
+        """Triage in a child process; the screen's closing cancels this worker, which kills the child."""
+        worker = get_current_worker()
         try:
-            result = backend.triage_in_subprocess(self.paths, started=self._remember_proc)
+            result = backend.triage_in_subprocess(self.paths, stop=lambda: worker.is_cancelled)
         except Exception as exc:  # noqa: BLE001 - one line to the user
             self.post_message(TaskDone("triage", error=str(exc)))
             return
-        self.post_message(TaskDone("triage", result))
+        if result is not None:
+            self.post_message(TaskDone("triage", result))
 
     def on_task_done(self, message: TaskDone) -> None:
         status = self.query_one("#triage-status", Static)
@@ -94,7 +87,7 @@ class TriageScreen(Screen[None]):
         self.result = message.result
         self._show_findings(message.result or {})
 
-    def _show_findings(self, result: dict) -> None:
+    def _show_findings(self, result: dict[str, Any]) -> None:
         status = self.query_one("#triage-status", Static)
         head = Text("Verdict ")
         head.append_text(verdict_badge(result.get("verdict")))
@@ -132,7 +125,7 @@ class TriageScreen(Screen[None]):
             )
             options.highlighted = first
 
-    def _finding(self, index: int | None) -> dict | None:
+    def _finding(self, index: int | None) -> dict[str, Any] | None:
         findings = (self.result or {}).get("findings") or []
         return findings[index] if index is not None and 0 <= index < len(findings) else None
 
@@ -155,14 +148,14 @@ class TriageScreen(Screen[None]):
             self._jump(finding)
             self.query_one("#triage-log", VirtualLogView).focus()
 
-    def _detail(self, finding: dict) -> None:
+    def _detail(self, finding: dict[str, Any]) -> None:
         result = self.result or {}
         self.query_one("#triage-advice", Static).update(
             finding_text(finding, result.get("primary"), result.get("framework"))
         )
         self.query_one("#triage-detail-box", VerticalScroll).scroll_home(animate=False)
 
-    def _jump(self, finding: dict) -> None:
+    def _jump(self, finding: dict[str, Any]) -> None:
         view = self.query_one("#triage-log", VirtualLogView)
         evidence = str(finding.get("evidence") or "").strip()
         view.set_search(evidence[:60])

@@ -47,7 +47,7 @@ class LogView(Log):
 
     def __init__(self, *, max_lines: int = 20_000, id: str | None = None) -> None:
         super().__init__(highlight=True, max_lines=max_lines, auto_scroll=True, id=id)
-        self.highlighter = LogHighlighter()
+        self.highlighter: LogHighlighter = LogHighlighter()
         self.kept: deque[str] = deque(maxlen=KEEP_LINES)
         self.total_lines = 0
         self.filter_text = ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.text import Text
@@ -21,7 +21,7 @@ def cut(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def gpu_nodes_text(gpu_nodes: dict[str, dict[str, Any]], bar: Bar) -> Text:
+def gpu_nodes_text(gpu_nodes: Mapping[str, Mapping[str, Any]], bar: Bar) -> Text:
     text = Text()
     text.append(f"GPUs per node ({len(gpu_nodes)})\n", style="bold")
     for node, data in sorted(gpu_nodes.items()):
@@ -44,7 +44,7 @@ def gpu_nodes_text(gpu_nodes: dict[str, dict[str, Any]], bar: Bar) -> Text:
     return text
 
 
-def host_nodes_text(host_nodes: dict[str, dict[str, Any]], bar: Bar) -> Text:
+def host_nodes_text(host_nodes: Mapping[str, Mapping[str, Any]], bar: Bar) -> Text:
     text = Text()
     text.append(f"Hosts ({len(host_nodes)} nodes)\n", style="bold")
     for node, data in sorted(host_nodes.items()):

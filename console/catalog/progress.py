@@ -1,0 +1,124 @@
+"""Training progress and completion patterns (``console/catalog/progress.toml``).
+
+Read by the live progress parsers (``console/monitor/progress_*.py``) and, one marker per pattern,
+by triage (``console/triage/rules.py``): both see a step, a total and a completion in the same lines.
+An unknown key, a bad kind or a regex without the group its kind needs is a ``CatalogError``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from console.catalog import CATALOG_DIR, CatalogError, _check, _strs, load_toml
+
+PROGRESS_TOML = CATALOG_DIR / "progress.toml"
+KINDS = ("progress", "total", "complete")
+FRAMEWORKS = ("nemo-rl", "verl", "megatron")
+PATTERN_KEYS: dict[str, tuple[type, bool]] = {
+    "id": (str, True),
+    "framework": (str, True),
+    "kind": (str, True),
+    "literals": (list, True),
+    "regex": (str, True),
+    "min_step": (int, False),
+    "complete_at_total": (bool, False),
+    "reason": (str, False),
+}
+_GROUP = {"progress": "step", "total": "total"}
+
+
+@dataclass(frozen=True)
+class ProgressPattern:
+    id: str
+    framework: str
+    kind: str  # progress | total | complete
+    literals: tuple[str, ...]
+    regex: re.Pattern[str]
+    min_step: int = 0  # a lower step is not a training step (verl's step:0 is validation)
+    complete_at_total: bool = False
+    reason: str = ""  # what the live parser's ``complete`` event says
+
+    def as_marker(self) -> dict[str, Any]:
+        """This pattern as a ``[[marker]]`` table of the triage catalog."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "literals": list(self.literals),
+            "regex": self.regex.pattern,
+            "min_step": self.min_step,
+            "complete_at_total": self.complete_at_total,
+        }
+
+
+def _pattern(raw: Any, where: str) -> ProgressPattern:
+    t = _check(raw, PATTERN_KEYS, where)
+    where = f"{where} {t['id']}"
+    if t["kind"] not in KINDS or t["framework"] not in FRAMEWORKS:
+        raise CatalogError(f"{where}: kind must be one of {KINDS}, framework one of {FRAMEWORKS}")
+    if not t["literals"] or not all(_strs(t["literals"], where)):
+        raise CatalogError(f"{where}: literals must be a non-empty list of strings")
+    try:
+        regex = re.compile(t["regex"])
+    except re.error as exc:
+        raise CatalogError(f"{where}: bad regex: {exc}") from None
+    group = _GROUP.get(t["kind"])
+    if group and group not in regex.groupindex:
+        raise CatalogError(f"{where}: a {t['kind']} regex needs a (?P<{group}>...) group")
+    return ProgressPattern(
+        id=t["id"],
+        framework=t["framework"],
+        kind=t["kind"],
+        literals=tuple(t["literals"]),
+        regex=regex,
+        min_step=t.get("min_step", 0),
+        complete_at_total=t.get("complete_at_total", False),
+        reason=t.get("reason") or t["id"],
+    )
+
+
+def load_progress_patterns(path: Path | None = None) -> tuple[ProgressPattern, ...]:
+    path = path or PROGRESS_TOML
+    data = load_toml(path)
+    unknown = set(data) - {"pattern"}
+    if unknown:
+        raise CatalogError(f"{path.name}: unknown tables {sorted(unknown)}")
+    patterns = tuple(
+        _pattern(raw, f"{path.name} pattern[{i}]") for i, raw in enumerate(data.get("pattern") or [])
+    )
+    ids = [p.id for p in patterns]
+    if len(set(ids)) != len(ids):
+        raise CatalogError(f"{path.name}: duplicate pattern ids")
+    return patterns
+
+
+@cache
+def progress_patterns() -> tuple[ProgressPattern, ...]:
+    return load_progress_patterns()
+
+
+def patterns_of(framework: str) -> dict[str, ProgressPattern]:
+    """The patterns of one framework, by id."""
+    return {p.id: p for p in progress_patterns() if p.framework == framework}
+
+
+class FrameworkPatterns:
+    """One framework's patterns, tried in one pass per line: a regex only where its literal is."""
+
+    def __init__(self, framework: str) -> None:
+        self.by_id = patterns_of(framework)
+        self.completions = tuple(p for p in self.by_id.values() if p.kind == "complete")
+        self._by_literal = tuple((lit, p) for p in self.by_id.values() for lit in p.literals)
+
+    def matches(self, text: str) -> dict[str, re.Match[str]]:
+        """The patterns that match ``text``, by id (usually none: a loop of ``in`` tests)."""
+        out: dict[str, re.Match[str]] = {}
+        for lit, p in self._by_literal:
+            if lit in text and p.id not in out:
+                m = p.regex.search(text)
+                if m is not None:
+                    out[p.id] = m
+        return out
