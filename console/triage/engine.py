@@ -449,6 +449,16 @@ class TriageEngine:
             "guards": frozenset((*EXCEPTION_WORDS, PYTEST_FRAME_LITERAL)),
         }
 
+    def error_level_line(self, text: str) -> bool:
+        """feed()'s error-level test (``_ERROR_LEVEL_RE``) on a cleaned line, its repeat count cut off as
+        feed() cuts it: a line whose only literals of feed() are ERROR_LEVEL_LITERALS (and no guard word)
+        changes nothing unless this holds."""
+        if "[repeated" in text:
+            m = _REPEATED_RE.search(text)
+            if m:
+                text = text[: m.start()]
+        return _ERROR_LEVEL_RE.search(text) is not None
+
     def open_prefixes(self) -> set[str]:
         """The process prefixes with an open traceback (or one about to open): while there are some,
         feed() looks at every line, but a line of another prefix with no literal and no guard word

@@ -35,7 +35,7 @@ from operator import itemgetter
 from typing import Any, BinaryIO
 
 from console.monitor.text import clean_line
-from console.triage.engine import STRUCTURE_LITERALS, TriageEngine
+from console.triage.engine import ERROR_LEVEL_LITERALS, STRUCTURE_LITERALS, TriageEngine
 from console.triage.model import FindingRecord
 from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
 
@@ -119,7 +119,12 @@ class LineGate:
         # literals that select markers and nothing else: like rule-only literals, a line holding only
         # those (and no guard word) changes nothing unless one of their markers' regexes may match it
         marker_only = marker_only_literals(engine)
-        self._sure = roles["feed"] - marker_only  # a line with one of these goes straight to feed()
+        # error-level literals (log levels, glog "[E ... file.cc:12]") that do nothing else: feed() acts on
+        # them only where its error-level regex matches (engine.error_level_line)
+        rule_lits = {lit for r in engine.cat.rules for lit in r.literals}
+        marker_lits = {lit for m in engine.cat.markers for lit in m.literals}
+        self._level_only = (frozenset(ERROR_LEVEL_LITERALS) & roles["feed"]) - rule_lits - marker_lits
+        self._sure = roles["feed"] - marker_only - self._level_only  # these go straight to feed()
         self._marker_only = marker_only
         self._must = self._sure | roles["guards"]
         self._rule_lits = roles["rule"] | marker_only
@@ -230,6 +235,8 @@ class LineGate:
         if not present or present.isdisjoint(self._engine_lits):
             return False  # no literal of feed(): it returns at once
         if not present.isdisjoint(self._must):
+            return True
+        if not present.isdisjoint(self._level_only) and self.engine.error_level_line(text):
             return True
         folded: str | None = None
         for lit in present & self._rule_lits:
