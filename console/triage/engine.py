@@ -453,11 +453,20 @@ class TriageEngine:
         """feed()'s error-level test (``_ERROR_LEVEL_RE``) on a cleaned line, its repeat count cut off as
         feed() cuts it: a line whose only literals of feed() are ERROR_LEVEL_LITERALS (and no guard word)
         changes nothing unless this holds."""
+        return _ERROR_LEVEL_RE.search(self.without_repeat_count(text)) is not None
+
+    @property
+    def error_level_re(self) -> re.Pattern[str]:
+        return _ERROR_LEVEL_RE
+
+    @staticmethod
+    def without_repeat_count(text: str) -> str:
+        """The line as feed() reads it after cutting Ray's ``[repeated Nx across cluster]`` off."""
         if "[repeated" in text:
             m = _REPEATED_RE.search(text)
             if m:
-                text = text[: m.start()]
-        return _ERROR_LEVEL_RE.search(text) is not None
+                return text[: m.start()]
+        return text
 
     def open_prefixes(self) -> set[str]:
         """The process prefixes with an open traceback (or one about to open): while there are some,

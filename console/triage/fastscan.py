@@ -46,6 +46,44 @@ _NUL = re.compile(b"\x00")
 Finder = Callable[[Any], list[int]]
 
 
+def top_alternatives(pattern: re.Pattern[str]) -> list[re.Pattern[str]]:
+    """The top-level alternatives of ``pattern``, each compiled alone (with its flags): ``pattern`` matches
+    somewhere in a text exactly when one of them does. ``[pattern]`` when it has none, or inline flags."""
+    src = pattern.pattern
+    if src.startswith("(?") and not src.startswith(("(?:", "(?P", "(?=", "(?!", "(?<")):
+        return [pattern]  # global inline flags: they must stay with every part
+    parts, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(src):
+        c = src[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if src[i + 1 : i + 2] == "^":
+                i += 1
+            if src[i + 1 : i + 2] == "]":  # a literal "]" first in the class
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(src[start:i])
+            start = i + 1
+        i += 1
+    parts.append(src[start:])
+    if len(parts) < 2:
+        return [pattern]
+    try:
+        return [re.compile(p, pattern.flags) for p in parts]
+    except re.error:
+        return [pattern]
+
+
 def esc_variants(literals: Iterable[bytes]) -> set[bytes]:
     """Every proper prefix of each literal followed by ESC: where an ANSI code may split a literal."""
     out: set[bytes] = set()
@@ -124,6 +162,8 @@ class LineGate:
         rule_lits = {lit for r in engine.cat.rules for lit in r.literals}
         marker_lits = {lit for m in engine.cat.markers for lit in m.literals}
         self._level_only = (frozenset(ERROR_LEVEL_LITERALS) & roles["feed"]) - rule_lits - marker_lits
+        # that regex, one alternative at a time behind its literal factors (the whole is slow on long lines)
+        self._level_parts = [(rx, required(rx)) for rx in top_alternatives(engine.error_level_re)]
         self._sure = roles["feed"] - marker_only - self._level_only  # these go straight to feed()
         self._marker_only = marker_only
         self._must = self._sure | roles["guards"]
@@ -236,7 +276,7 @@ class LineGate:
             return False  # no literal of feed(): it returns at once
         if not present.isdisjoint(self._must):
             return True
-        if not present.isdisjoint(self._level_only) and self.engine.error_level_line(text):
+        if not present.isdisjoint(self._level_only) and self._error_level(text):
             return True
         folded: str | None = None
         for lit in present & self._rule_lits:
@@ -246,6 +286,18 @@ class LineGate:
                 if f.may_match(text, folded):
                     return True
         return False  # only inert literals, and rule literals whose regexes cannot match
+
+    def _error_level(self, text: str) -> bool:
+        """``engine.error_level_line(text)``, by the alternatives of its regex."""
+        if "[repeated" in text:
+            text = self.engine.without_repeat_count(text)
+        folded: str | None = None
+        for rx, f in self._level_parts:
+            if f.ignorecase and folded is None:
+                folded = fold(text)
+            if f.may_match(text, folded) and rx.search(text) is not None:
+                return True
+        return False
 
     def line_keys(self, raw: bytes, lits: list[str]) -> bool:
         """Whether a key of the rules of the literals ``lits`` found in the raw line may be in the text
