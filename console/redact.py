@@ -43,7 +43,7 @@ MIN_SECRET_LEN = 4  # shorter known values ("1", "on") are not replaced literall
 
 @cache
 def _rules() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
-    data: RedactionCatalog = load_checked("redaction", RedactionCatalog)
+    data = load_checked("redaction", RedactionCatalog)
     return (
         frozenset(w.lower() for w in data["secret_words"]),
         tuple(f.lower() for f in data.get("secret_fragments") or ()),

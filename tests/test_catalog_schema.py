@@ -108,8 +108,8 @@ PLANTS = [
         'literal = ["= Step "]',
         "progress.toml: pattern[0].literal: unknown key",
     ),
-    ("demo.toml", "gpus = 0", 'gpus = "0"', "demo.toml [[levels]]: 'gpus' must be int, got str"),
-    ("demo.toml", "proves = ", "proofs = ", "demo.toml [[levels]]: unknown key 'proofs'"),
+    ("demo.toml", "gpus = 0", 'gpus = "0"', "demo.toml: levels[0].gpus: expected int, got str"),
+    ("demo.toml", "proves = ", "proofs = ", "demo.toml: levels[0].proofs: unknown key"),
 ]
 
 

@@ -145,7 +145,7 @@ def test_progress_toml_is_validated(tmp_path: Path) -> None:
         text
         + '\n[[pattern]]\nid = "x"\nframework = "verl"\nkind = "complete"\nliterals = ["x"]\nregex = "x"\ncolour = 1\n'
     )
-    with pytest.raises(CatalogError, match="unknown key 'colour'"):
+    with pytest.raises(CatalogError, match=r"progress\.toml: pattern\[\d+\]\.colour: unknown key"):
         load_progress_patterns(bad)
 
 

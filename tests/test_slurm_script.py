@@ -63,10 +63,10 @@ def test_state_meanings_follow_the_documented_choice() -> None:
 
 
 def test_gpu_sample_parsers() -> None:
-    out = "0: 0, NVIDIA H100, GPU-a, 1000, 81559, 50\n0: 1, NVIDIA H100, GPU-b, 2000, 81559, 0\n1: 0, H100, GPU-c, 5, 80, 1\n"
-    by_node = gpu.parse_srun_label_output(out, ["n1", "n2"])
-    assert [d["uuid"] for d in by_node["n1"]] == ["GPU-a", "GPU-b"]
-    assert by_node["n2"][0]["mem_total"] == 80 * 2**20
+    out = "0, NVIDIA H100, GPU-a, 1000, 81559, 50\n1, NVIDIA H100, GPU-b, 2000, 81559, 0\n0, H100, GPU-c, 5, 80, 1\n"
+    devs = gpu.parse_nvidia_smi_csv(out)
+    assert [d["uuid"] for d in devs] == ["GPU-a", "GPU-b", "GPU-c"]
+    assert devs[2]["mem_total"] == 80 * 2**20
     prom = (
         "# HELP ray_node_gram_used x\n"
         'ray_node_gram_used{GpuDeviceName="NVIDIA H100",GpuIndex="0",ip="10.0.0.5"} 40960.0\n'

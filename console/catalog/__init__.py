@@ -1,124 +1,26 @@
 """The validation procedures as data: loader and schema check for ``console/catalog/*.toml``.
 
 ``load_framework(name) -> FrameworkCatalog`` reads ``<name>.toml`` (``nemo-rl`` -> ``nemo_rl.toml``),
-``load_guidance() -> list[TouchedArea]`` reads ``guidance.toml``. Every table is checked against the
-schema below; an unknown key or a wrong type is a ``CatalogError`` naming the file and the table,
-so a typo in a data change fails loudly instead of silently dropping a command.
+``load_guidance() -> list[TouchedArea]`` reads ``guidance.toml``. Every file is checked against its
+shape in ``console.catalog.schema``; an unknown key or a wrong type is a ``CatalogError`` naming the
+file and the key, so a typo in a data change fails loudly instead of silently dropping a command.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.errors import ConsoleError
 
-CATALOG_DIR = Path(__file__).resolve().parent
-KINDS = ("setup", "check", "train", "metrics")
-DELIVERABLES = ("setup", "bridge_checks", "bridge_import", "framework_run", "variant", "metrics")
-VARIANT_MODES = ("modify", "rerun", "add")
+if TYPE_CHECKING:
+    from console.catalog.schema import StepTable, VariantTable
 
-_STR = str
-_LIST = list
-_DICT = dict
-# key -> (type, required)
-STEP_KEYS: dict[str, tuple[type, bool]] = {
-    "name": (_STR, True),
-    "title": (_STR, True),
-    "argv": (_LIST, True),
-    "cwd": (_STR, True),
-    "kind": (_STR, True),
-    "deliverable": (_STR, True),
-    "proves": (_STR, True),
-    "criteria": (_LIST, False),
-    "env": (_DICT, False),
-    "unset": (_LIST, False),
-    "gpus": (int, False),
-    "gpus_key": (_STR, False),
-    "gpus_env": (_STR, False),
-    "total_steps": (int, False),
-    "steps_key": (_STR, False),
-    "steps_env": (_STR, False),
-    "log_files": (_LIST, False),
-    "tb_dir": (_STR, False),
-    "metrics_json": (_STR, False),
-    "checks": (_LIST, False),
-    "on_failure": (_STR, False),
-    "overrides": (bool, False),
-    "model": (bool, False),
-    "model_env": (_DICT, False),
-    "needs_model": (bool, False),
-    "forwards_unquoted": (bool, False),
-    "config": (_STR, False),
-    "implied": (_DICT, False),
-    "report_metrics": (_LIST, False),
-    "when_levels": (_LIST, False),
-    "append_bridge_tests": (bool, False),
-    "skip_if_exists": (_LIST, False),
-    # upstream-truth additions: a note the report shows (where the procedure and upstream differ),
-    # and "run through the framework's launcher" ([framework] launcher, e.g. verl's uv run)
-    "note": (_STR, False),
-    "launcher": (bool, False),
-}
-FRAMEWORK_KEYS: dict[str, tuple[type, bool]] = {
-    "name": (_STR, True),
-    "title": (_STR, True),
-    "needs_repo": (bool, True),
-    "needs_bridge": (bool, True),
-    "overrides": (_STR, True),
-    "run_label": (_STR, True),
-    "repo_env": (_STR, False),
-    "pythonpath": (_LIST, False),
-    "pass_env": (_LIST, False),
-    "model_args": (_LIST, False),
-    "model_path_args": (_LIST, False),
-    "model_env": (_DICT, False),
-    "model_path_env": (_DICT, False),
-    "gpus_advice": (_STR, False),
-    "launcher": (_LIST, False),
-    "launcher_off": (_DICT, False),
-}
-LEVEL_KEYS: dict[str, tuple[type, bool]] = {
-    "number": (int, True),
-    "title": (_STR, True),
-    "required_when": (_STR, True),
-    "proves": (_STR, True),
-    "gpus": (int, True),
-    "requires_variant": (bool, False),
-    "steps": (_LIST, False),
-}
-VARIANT_KEYS: dict[str, tuple[type, bool]] = {
-    "name": (_STR, True),
-    "levels": (_LIST, True),
-    "title": (_STR, True),
-    "mode": (_STR, True),
-    "proves": (_STR, True),
-    "targets": (_LIST, False),
-    "args": (_LIST, False),
-    "env": (_DICT, False),
-    "criteria": (_LIST, False),
-    "report_metrics": (_LIST, False),
-    "needs_model": (bool, False),
-    "steps": (_LIST, False),
-    "note": (_STR, False),
-}
-TP_GUARD_KEYS: dict[str, tuple[type, bool]] = {
-    "tp_keys": (_LIST, True),
-    "min_tp": (int, True),
-    "micro_key": (_STR, True),
-    "logprob_key": (_STR, True),
-    "advice": (_STR, True),
-}
-TOUCHED_KEYS: dict[str, tuple[type, bool]] = {
-    "id": (_STR, True),
-    "label": (_STR, True),
-    "nemo-rl": (_LIST, True),
-    "verl": (_LIST, True),
-    "demo": (_LIST, True),
-}
+CATALOG_DIR = Path(__file__).resolve().parent
 
 
 class CatalogError(ConsoleError):
@@ -273,89 +175,33 @@ class TouchedArea:
     levels: dict[str, tuple[int, ...]]
 
 
-def _check(table: Any, schema: dict[str, tuple[type, bool]], where: str) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise CatalogError(f"{where}: expected a table")
-    for key, value in table.items():
-        if key not in schema:
-            raise CatalogError(f"{where}: unknown key {key!r}")
-        want = schema[key][0]
-        ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
-        if not ok:
-            raise CatalogError(f"{where}: {key!r} must be {want.__name__}, got {type(value).__name__}")
-    missing = [k for k, (_, req) in schema.items() if req and k not in table]
-    if missing:
-        raise CatalogError(f"{where}: missing {', '.join(missing)}")
-    return table
+def _fields(table: Mapping[str, Any], **built: Any) -> dict[str, Any]:
+    """A checked table as dataclass fields: lists as tuples, tables copied, ``built`` in place of some."""
+    copied = {
+        k: tuple(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
+        for k, v in table.items()
+    }
+    return copied | built
 
 
-def _strs(value: Any, where: str) -> tuple[str, ...]:
-    if not all(isinstance(v, str) for v in value):
-        raise CatalogError(f"{where}: expected a list of strings")
-    return tuple(value)
-
-
-def _strmap(value: Any, where: str) -> dict[str, str]:
-    if not all(isinstance(v, str) for v in value.values()):
-        raise CatalogError(f"{where}: values must be strings")
-    return dict(value)
-
-
-def _step(raw: Any, where: str) -> StepTemplate:
-    t = _check(raw, STEP_KEYS, where)
-    where = f"{where} {t['name']!r}"
-    if t["kind"] not in KINDS:
-        raise CatalogError(f"{where}: kind must be one of {KINDS}")
-    if t["deliverable"] not in DELIVERABLES:
-        raise CatalogError(f"{where}: deliverable must be one of {DELIVERABLES}")
-    if t.get("on_failure", "stop") not in ("stop", "continue"):
-        raise CatalogError(f"{where}: on_failure must be stop or continue")
+def _step(t: StepTable, where: str) -> StepTemplate:
     if not t["argv"]:
-        raise CatalogError(f"{where}: argv is empty")
-    kw: dict[str, Any] = {}
-    for key, value in t.items():
-        want = STEP_KEYS[key][0]
-        if key == "when_levels":
-            kw[key] = tuple(int(v) for v in value)
-        elif want is list:
-            kw[key] = _strs(value, f"{where}.{key}")
-        elif want is dict:
-            kw[key] = _strmap(value, f"{where}.{key}")
-        else:
-            kw[key] = value
-    return StepTemplate(**kw)
+        raise CatalogError(f"{where} {t['name']!r}: argv is empty")
+    return StepTemplate(**_fields(t))
 
 
-def _variant(raw: Any, where: str, step_names: set[str]) -> Variant:
-    t = _check(raw, VARIANT_KEYS, where)
+def _variant(t: VariantTable, where: str, step_names: set[str]) -> Variant:
     where = f"{where} {t['name']!r}"
-    if t["mode"] not in VARIANT_MODES:
-        raise CatalogError(f"{where}: mode must be one of {VARIANT_MODES}")
     steps = tuple(_step(s, f"{where} step") for s in t.get("steps", []))
     if t["mode"] == "add" and not steps:
         raise CatalogError(f"{where}: mode 'add' needs [[variants.steps]]")
-    targets = _strs(t.get("targets", []), f"{where}.targets")
     if t["mode"] in ("modify", "rerun"):
-        if not targets:
+        if not t.get("targets"):
             raise CatalogError(f"{where}: mode {t['mode']!r} needs targets")
-        for name in targets:
+        for name in t["targets"]:
             if not name.startswith("*") and name not in step_names:
                 raise CatalogError(f"{where}: target {name!r} is not a level step")
-    return Variant(
-        name=t["name"],
-        levels=tuple(int(v) for v in t["levels"]),
-        title=t["title"],
-        mode=t["mode"],
-        proves=t["proves"],
-        targets=targets,
-        args=_strs(t.get("args", []), f"{where}.args"),
-        env=_strmap(t.get("env", {}), f"{where}.env"),
-        criteria=_strs(t.get("criteria", []), where),
-        report_metrics=_strs(t.get("report_metrics", []), where),
-        needs_model=bool(t.get("needs_model", False)),
-        steps=steps,
-        note=t.get("note"),
-    )
+    return Variant(**_fields(t, steps=steps))
 
 
 def catalog_path(name: str) -> Path:
@@ -364,42 +210,18 @@ def catalog_path(name: str) -> Path:
 
 def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> FrameworkCatalog:
     """Validate one framework's parsed TOML and build its catalog."""
-    fw = _check(data.get("framework"), FRAMEWORK_KEYS, f"{source} [framework]")
-    known = {
-        "framework",
-        "placeholders",
-        "run_env",
-        "before_train",
-        "setup",
-        "levels",
-        "variants",
-        "tp_guard",
-    }
-    extra = set(data) - known
-    if extra:
-        raise CatalogError(f"{source}: unknown table(s) {sorted(extra)}")
-    if fw["overrides"] not in ("hydra", "none"):
-        raise CatalogError(f"{source} [framework]: overrides must be 'hydra' or 'none'")
+    from console.catalog.schema import FrameworkFile, validate  # it imports CatalogError from here
+
+    checked: FrameworkFile = validate(data, FrameworkFile, source)
     levels = []
-    for raw in data.get("levels", []):
-        t = _check(raw, LEVEL_KEYS, f"{source} [[levels]]")
+    for t in checked.get("levels", []):
         steps = tuple(_step(s, f"{source} level {t['number']} step") for s in t.get("steps", []))
-        levels.append(
-            Level(
-                number=t["number"],
-                title=t["title"],
-                required_when=t["required_when"],
-                proves=t["proves"],
-                gpus=t["gpus"],
-                requires_variant=bool(t.get("requires_variant", False)),
-                steps=steps,
-            )
-        )
+        levels.append(Level(**_fields(t, steps=steps)))
     numbers = [lv.number for lv in levels]
     if len(set(numbers)) != len(numbers):
         raise CatalogError(f"{source}: duplicate level numbers")
     step_names = {s.name for lv in levels for s in lv.steps}
-    variants = tuple(_variant(v, f"{source} [[variants]]", step_names) for v in data.get("variants", []))
+    variants = tuple(_variant(v, f"{source} [[variants]]", step_names) for v in checked.get("variants", []))
     for v in variants:
         bad = [n for n in v.levels if n not in numbers]
         if bad:
@@ -408,40 +230,15 @@ def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> Framewor
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise CatalogError(f"{source}: duplicate step names {sorted(dupes)}")
-    guard = None
-    if "tp_guard" in data:
-        g = _check(data["tp_guard"], TP_GUARD_KEYS, f"{source} [tp_guard]")
-        guard = TPGuard(
-            tp_keys=_strs(g["tp_keys"], "tp_keys"),
-            min_tp=g["min_tp"],
-            micro_key=g["micro_key"],
-            logprob_key=g["logprob_key"],
-            advice=g["advice"],
-        )
     return FrameworkCatalog(
-        name=fw["name"],
-        title=fw["title"],
-        needs_repo=fw["needs_repo"],
-        needs_bridge=fw["needs_bridge"],
-        overrides=fw["overrides"],
-        run_label=fw["run_label"],
-        repo_env=fw.get("repo_env"),
-        pythonpath=_strs(fw.get("pythonpath", []), "pythonpath"),
-        pass_env=_strs(fw.get("pass_env", []), "pass_env"),
-        model_args=_strs(fw.get("model_args", []), "model_args"),
-        model_path_args=_strs(fw.get("model_path_args", []), "model_path_args"),
-        model_env=_strmap(fw.get("model_env", {}), "model_env"),
-        model_path_env=_strmap(fw.get("model_path_env", {}), "model_path_env"),
-        gpus_advice=fw.get("gpus_advice", ""),
-        launcher=_strs(fw.get("launcher", []), "launcher"),
-        launcher_off=_strmap(fw.get("launcher_off", {}), "launcher_off"),
-        placeholders=_strmap(data.get("placeholders", {}), f"{source} [placeholders]"),
-        run_env=_strmap(data.get("run_env", {}), f"{source} [run_env]"),
-        before_train=tuple(_step(s, f"{source} [[before_train]]") for s in data.get("before_train", [])),
-        setup=tuple(_step(s, f"{source} [[setup]]") for s in data.get("setup", [])),
+        **_fields(checked["framework"]),
+        placeholders=dict(checked.get("placeholders", {})),
+        run_env=dict(checked.get("run_env", {})),
+        before_train=tuple(_step(s, f"{source} [[before_train]]") for s in checked.get("before_train", [])),
+        setup=tuple(_step(s, f"{source} [[setup]]") for s in checked.get("setup", [])),
         levels=tuple(sorted(levels, key=lambda lv: lv.number)),
         variants=variants,
-        tp_guard=guard,
+        tp_guard=TPGuard(**_fields(checked["tp_guard"])) if "tp_guard" in checked else None,
     )
 
 
@@ -469,11 +266,11 @@ def load_framework(name: str) -> FrameworkCatalog:
 @cache
 def load_guidance() -> tuple[TouchedArea, ...]:
     """The "what did your change touch?" answers and the levels each framework requires for them."""
-    from console.catalog.schema import GuidanceCatalog
+    from console.catalog.schema import GuidanceCatalog, load_checked
 
-    areas = []
-    for raw in load_toml("guidance", GuidanceCatalog).get("touched", []):
-        t = _check(raw, TOUCHED_KEYS, "guidance.toml [[touched]]")
-        levels = {fw: tuple(int(n) for n in t[fw]) for fw in ("nemo-rl", "verl", "demo")}
-        areas.append(TouchedArea(id=t["id"], label=t["label"], levels=levels))
-    return tuple(areas)
+    return tuple(
+        TouchedArea(
+            id=t["id"], label=t["label"], levels={fw: tuple(t[fw]) for fw in ("nemo-rl", "verl", "demo")}
+        )
+        for t in load_checked("guidance", GuidanceCatalog)["touched"]
+    )

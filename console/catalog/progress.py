@@ -13,21 +13,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from console.catalog import CATALOG_DIR, CatalogError, _check, _strs, load_toml
+from console.catalog import CATALOG_DIR, CatalogError
+from console.catalog.schema import ProgressCatalog, ProgressPatternEntry, load_checked
 
 PROGRESS_TOML = CATALOG_DIR / "progress.toml"
 KINDS = ("progress", "total", "complete")
-FRAMEWORKS = ("nemo-rl", "verl", "megatron")
-PATTERN_KEYS: dict[str, tuple[type, bool]] = {
-    "id": (str, True),
-    "framework": (str, True),
-    "kind": (str, True),
-    "literals": (list, True),
-    "regex": (str, True),
-    "min_step": (int, False),
-    "complete_at_total": (bool, False),
-    "reason": (str, False),
-}
 _GROUP = {"progress": "step", "total": "total"}
 
 
@@ -54,13 +44,10 @@ class ProgressPattern:
         }
 
 
-def _pattern(raw: Any, where: str) -> ProgressPattern:
-    t = _check(raw, PATTERN_KEYS, where)
+def _pattern(t: ProgressPatternEntry, where: str) -> ProgressPattern:
     where = f"{where} {t['id']}"
-    if t["kind"] not in KINDS or t["framework"] not in FRAMEWORKS:
-        raise CatalogError(f"{where}: kind must be one of {KINDS}, framework one of {FRAMEWORKS}")
-    if not t["literals"] or not all(_strs(t["literals"], where)):
-        raise CatalogError(f"{where}: literals must be a non-empty list of strings")
+    if not t["literals"] or not all(t["literals"]):
+        raise CatalogError(f"{where}: literals must be a non-empty list of non-empty strings")
     try:
         regex = re.compile(t["regex"])
     except re.error as exc:
@@ -82,13 +69,8 @@ def _pattern(raw: Any, where: str) -> ProgressPattern:
 
 def load_progress_patterns(path: Path | None = None) -> tuple[ProgressPattern, ...]:
     path = path or PROGRESS_TOML
-    data = load_toml(path)
-    unknown = set(data) - {"pattern"}
-    if unknown:
-        raise CatalogError(f"{path.name}: unknown tables {sorted(unknown)}")
-    patterns = tuple(
-        _pattern(raw, f"{path.name} pattern[{i}]") for i, raw in enumerate(data.get("pattern") or [])
-    )
+    data = load_checked(path, ProgressCatalog)
+    patterns = tuple(_pattern(t, f"{path.name} pattern[{i}]") for i, t in enumerate(data["pattern"]))
     ids = [p.id for p in patterns]
     if len(set(ids)) != len(ids):
         raise CatalogError(f"{path.name}: duplicate pattern ids")

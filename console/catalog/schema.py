@@ -4,21 +4,25 @@
 missing required key or a value of the wrong type is a ``CatalogError`` naming the file and the
 dotted key (``doctor.toml: checks.gpus.ok.status: expected str, got int``). The same TypedDicts are
 the return types of the loaders, so the type checker holds the code that reads a file to the keys
-the file is checked for. (The framework catalogs and guidance.toml are checked field by field in
-``console.catalog``.)
+the file is checked for. (``console.catalog`` and ``console.triage.rules`` then check what a shape
+cannot say: step names, level numbers, class ids, regexes.)
 
 No ``from __future__ import annotations`` here: Python 3.11 computes ``__required_keys__`` from the
 evaluated annotations only.
 """
 
 import types
+from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import (
     Any,
     Literal,
     NotRequired,
     TypedDict,
+    TypeVar,
     Union,
+    cast,
     get_args,
     get_origin,
     get_type_hints,
@@ -26,6 +30,8 @@ from typing import (
 )
 
 from console.catalog import CatalogError, load_toml
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- the check
 
@@ -37,10 +43,10 @@ def validate(data: Any, shape: Any, source: str) -> Any:
     return data
 
 
-def load_checked(name: str, shape: Any) -> Any:
-    """Catalog file ``name`` (``"doctor"``) as ``load_toml`` reads it, checked against ``shape`` once
-    per version of the file (typed as ``shape`` by the caller)."""
-    return load_toml(name, shape)
+def load_checked(name: str | Path, shape: Callable[..., T]) -> T:
+    """Catalog file ``name`` (``"doctor"``) as ``load_toml`` reads it, checked against ``shape`` (a
+    TypedDict) once per version of the file, typed as ``shape``."""
+    return cast(T, load_toml(name, shape))
 
 
 def _name(shape: Any) -> str:
@@ -144,6 +150,112 @@ class Remedy(TypedDict):
     unset: list[str]
     overrides: list[str]
     commands: NotRequired[list[list[str]]]
+
+
+# ---------------------------------------------------------------- nemo_rl.toml, verl.toml, demo.toml
+
+
+class FrameworkTable(TypedDict):
+    name: str
+    title: str
+    needs_repo: bool
+    needs_bridge: bool
+    overrides: Literal["hydra", "none"]
+    run_label: str
+    repo_env: NotRequired[str]
+    pythonpath: NotRequired[list[str]]
+    pass_env: NotRequired[list[str]]
+    model_args: NotRequired[list[str]]
+    model_path_args: NotRequired[list[str]]
+    model_env: NotRequired[dict[str, str]]
+    model_path_env: NotRequired[dict[str, str]]
+    gpus_advice: NotRequired[str]
+    launcher: NotRequired[list[str]]
+    launcher_off: NotRequired[dict[str, str]]
+
+
+class StepTable(TypedDict):
+    name: str
+    title: str
+    argv: list[str]
+    cwd: str
+    kind: Literal["setup", "check", "train", "metrics"]
+    deliverable: Literal["setup", "bridge_checks", "bridge_import", "framework_run", "variant", "metrics"]
+    proves: str
+    criteria: NotRequired[list[str]]
+    env: NotRequired[dict[str, str]]
+    unset: NotRequired[list[str]]
+    gpus: NotRequired[int]
+    gpus_key: NotRequired[str]
+    gpus_env: NotRequired[str]
+    total_steps: NotRequired[int]
+    steps_key: NotRequired[str]
+    steps_env: NotRequired[str]
+    log_files: NotRequired[list[str]]
+    tb_dir: NotRequired[str]
+    metrics_json: NotRequired[str]
+    checks: NotRequired[list[str]]
+    on_failure: NotRequired[Literal["stop", "continue"]]
+    overrides: NotRequired[bool]
+    model: NotRequired[bool]
+    model_env: NotRequired[dict[str, str]]
+    needs_model: NotRequired[bool]
+    forwards_unquoted: NotRequired[bool]
+    config: NotRequired[str]
+    implied: NotRequired[dict[str, str]]
+    report_metrics: NotRequired[list[str]]
+    when_levels: NotRequired[list[int]]
+    append_bridge_tests: NotRequired[bool]
+    skip_if_exists: NotRequired[list[str]]
+    # upstream-truth additions: a note the report shows (where the procedure and upstream differ),
+    # and "run through the framework's launcher" ([framework] launcher, e.g. verl's uv run)
+    note: NotRequired[str]
+    launcher: NotRequired[bool]
+
+
+class LevelTable(TypedDict):
+    number: int
+    title: str
+    required_when: str
+    proves: str
+    gpus: int
+    requires_variant: NotRequired[bool]
+    steps: NotRequired[list[StepTable]]
+
+
+class VariantTable(TypedDict):
+    name: str
+    levels: list[int]
+    title: str
+    mode: Literal["modify", "rerun", "add"]
+    proves: str
+    targets: NotRequired[list[str]]
+    args: NotRequired[list[str]]
+    env: NotRequired[dict[str, str]]
+    criteria: NotRequired[list[str]]
+    report_metrics: NotRequired[list[str]]
+    needs_model: NotRequired[bool]
+    steps: NotRequired[list[StepTable]]
+    note: NotRequired[str]
+
+
+class TPGuardTable(TypedDict):
+    tp_keys: list[str]
+    min_tp: int
+    micro_key: str
+    logprob_key: str
+    advice: str
+
+
+class FrameworkFile(TypedDict):
+    framework: FrameworkTable
+    placeholders: NotRequired[dict[str, str]]
+    run_env: NotRequired[dict[str, str]]
+    before_train: NotRequired[list[StepTable]]
+    setup: NotRequired[list[StepTable]]
+    levels: NotRequired[list[LevelTable]]
+    variants: NotRequired[list[VariantTable]]
+    tp_guard: NotRequired[TPGuardTable]
 
 
 # ---------------------------------------------------------------- doctor.toml
@@ -451,7 +563,7 @@ class GuidanceCatalog(TypedDict):
 
 
 # ---------------------------------------------------------------- progress.toml
-# (loaded and checked by console.catalog.progress, which also checks the regexes' groups)
+# (console.catalog.progress then checks the regexes' groups)
 
 
 class ProgressPatternEntry(TypedDict):
@@ -469,8 +581,8 @@ class ProgressCatalog(TypedDict):
     pattern: list[ProgressPatternEntry]
 
 
-# Every data file of the catalog folder but the framework catalogs (``[framework]`` files, checked by
-# ``console.catalog.parse_framework``), with its shape.
+# Every data file of the catalog folder but the framework catalogs (``[framework]`` files, each a
+# ``FrameworkFile``, checked by ``console.catalog.parse_framework``), with its shape.
 SHAPES: dict[str, Any] = {
     "compare.toml": CompareCatalog,
     "doctor.toml": DoctorCatalog,

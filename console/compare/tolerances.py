@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -57,8 +58,7 @@ class Rules:
 
 
 def _catalog() -> CompareCatalog:
-    catalog: CompareCatalog = load_checked("compare", CompareCatalog)
-    return catalog
+    return load_checked("compare", CompareCatalog)
 
 
 def known_frameworks() -> list[str]:
@@ -108,8 +108,6 @@ def guess_framework(tags: set[str]) -> str:
 
 def load_rules(framework: str) -> Rules:
     """The rules of ``framework`` (its own table, else the best match is the caller's business)."""
-    cat = _catalog()
-    d = cat.get("defaults") or {}
     metrics, timing = _tables(framework)
     return Rules(
         framework=framework,
@@ -118,15 +116,7 @@ def load_rules(framework: str) -> Rules:
             k: TimingRule(k, tuple(v["names"]), str(v.get("label", k)), str(v.get("better", "lower")))
             for k, v in timing.items()
         },
-        last_k=int(d.get("last_k", 5)),
-        min_steps=int(d.get("min_steps", 3)),
-        regress_rel=float(d.get("regress_rel", 0.10)),
-        regress_abs=float(d.get("regress_abs", 0.05)),
-        gpu_regress_rel=float(d.get("gpu_regress_rel", 0.05)),
-        gpu_regress_bytes=float(d.get("gpu_regress_bytes", 256 * 2**20)),
-        ignore_override_keys=list(d.get("ignore_override_keys") or []),
-        seed_key_suffixes=list(d.get("seed_key_suffixes") or ["seed"]),
-        change_variants=list(d.get("change_variants") or []),
+        **deepcopy(_catalog()["defaults"]),  # every other field (the shape is checked at load)
     )
 
 

@@ -7,5 +7,4 @@ from console.catalog.schema import DoctorCatalog, load_checked
 
 
 def doctor_catalog() -> DoctorCatalog:
-    catalog: DoctorCatalog = load_checked("doctor", DoctorCatalog)
-    return catalog
+    return load_checked("doctor", DoctorCatalog)

@@ -128,16 +128,20 @@ def _timeout(ctx: DoctorContext, key: Literal["import_timeout_s", "ray_timeout_s
     return float(ctx.catalog["defaults"][key])
 
 
-def check_bridge_import_driver(ctx: DoctorContext) -> Check:
+def _nothing_to_import(ctx: DoctorContext, check_id: str) -> Check | None:
+    """The finding when there is no Bridge to import: the demo, or no checkout given."""
     if ctx.is_demo:
-        return finding(DRIVER_ID, "not_applicable", NOT_APPLICABLE_DEMO)
+        return finding(check_id, "not_applicable", NOT_APPLICABLE_DEMO)
     if ctx.bridge is None:
-        return finding(
-            DRIVER_ID,
-            "missing",
-            "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)",
-            expected="<unset>",
-        )
+        no_bridge = "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)"
+        return finding(check_id, "missing", no_bridge, expected="<unset>")
+    return None
+
+
+def check_bridge_import_driver(ctx: DoctorContext) -> Check:
+    nothing = _nothing_to_import(ctx, DRIVER_ID)
+    if nothing is not None:
+        return nothing
     from_run = bridge_probe(ctx)  # the run's own interpreter, probed once for every check
     if from_run is not None:
         probe, where = from_run
@@ -151,15 +155,9 @@ def check_bridge_import_driver(ctx: DoctorContext) -> Check:
 
 
 def check_bridge_import_ray_worker(ctx: DoctorContext) -> Check:
-    if ctx.is_demo:
-        return finding(WORKER_ID, "not_applicable", NOT_APPLICABLE_DEMO)
-    if ctx.bridge is None:
-        return finding(
-            WORKER_ID,
-            "missing",
-            "no Bridge checkout given (--bridge-repo / $BRIDGE_REPO)",
-            expected="<unset>",
-        )
+    nothing = _nothing_to_import(ctx, WORKER_ID)
+    if nothing is not None:
+        return nothing
     cluster = detect_cluster(ctx)
     timeout = _timeout(ctx, "ray_timeout_s")
     env = dict(ctx.env)

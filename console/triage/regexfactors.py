@@ -163,16 +163,9 @@ class _Reader:
             run = ""
 
         for op, av in items:
-            if op is _c.LITERAL:
-                ch = self.literal_char(av)
-                if ch is None:
-                    flush()
-                    exact = False
-                else:
-                    run += ch
-                continue
-            if op is _c.IN and len(av) == 1 and av[0][0] is _c.LITERAL:
-                ch = self.literal_char(av[0][1])
+            single = op is _c.IN and len(av) == 1 and av[0][0] is _c.LITERAL  # [x]: the literal x
+            if op is _c.LITERAL or single:
+                ch = self.literal_char(av[0][1] if single else av)
                 if ch is None:
                     flush()
                     exact = False

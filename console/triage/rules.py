@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 from console.catalog import CATALOG_DIR, CatalogError, load_toml
 from console.catalog.progress import KINDS as PROGRESS_KINDS
 from console.catalog.progress import progress_patterns
-from console.catalog.schema import Remedy, TriageRulesCatalog
+from console.catalog.schema import Remedy, TriageRemedy, TriageRulesCatalog
 
 CATALOG = CATALOG_DIR / "triage_rules.toml"
 
@@ -170,27 +170,21 @@ class Catalog:
         return list(seen)
 
 
-def normalise_remedy(raw: Any, where: str) -> Remedy:
+def normalise_remedy(raw: TriageRemedy | None, where: str) -> Remedy:
+    """A remedy of the catalog (its shape checked at load) with every key present."""
     raw = raw or {}
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: remedy must be a table")
-    unknown = set(raw) - {"env", "overrides", "unset"}
-    if unknown:
-        raise CatalogError(f"{where}: unknown remedy keys {sorted(unknown)}")
-    env = raw.get("env") or {}
-    overrides = raw.get("overrides") or []
-    unset = raw.get("unset") or []
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise CatalogError(f"{where}: remedy.env must map names to strings")
-    if not all(isinstance(o, str) and "=" in o for o in overrides):
+    env = raw.get("env", {})
+    overrides = raw.get("overrides", [])
+    unset = raw.get("unset", [])
+    if not all("=" in o for o in overrides):
         raise CatalogError(f"{where}: remedy.overrides must be KEY=VALUE strings")
-    if not all(isinstance(u, str) and u for u in unset):
+    if not all(unset):
         raise CatalogError(f"{where}: remedy.unset must be names")
     return {"env": dict(env), "overrides": list(overrides), "unset": list(unset)}
 
 
 def _compile(pattern: Any, where: str) -> re.Pattern[str]:
-    if not isinstance(pattern, str) or not pattern:
+    if not pattern:  # (a string: checked at load)
         raise CatalogError(f"{where}: regex missing")
     try:
         return re.compile(pattern)
@@ -199,7 +193,7 @@ def _compile(pattern: Any, where: str) -> re.Pattern[str]:
 
 
 def _literals(raw: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) and x for x in raw):
+    if not raw or not all(raw):  # (a list of strings: checked at load)
         raise CatalogError(f"{where}: literals must be a non-empty list of strings")
     return tuple(raw)
 

@@ -304,26 +304,17 @@ class LineIndex:
         if nl >= 0:
             return clean_line(head[:nl]), off + nl + 1
         text = clean_line(head[: self.max_line]) + (" …" if len(head) > self.max_line else "")
-        if stop_off is not None:  # the next checkpoint may be the next line: no need to search
-            pos = off + len(head)
-            while pos < stop_off:
-                block = os.pread(self._fd, min(CHUNK, stop_off - pos), pos)
-                if not block:
-                    return text, None
-                nl = block.find(b"\n")
-                if nl >= 0:
-                    return text, pos + nl + 1
-                pos += len(block)
-            return text, stop_off
         pos = off + len(head)
-        while True:
-            block = os.pread(self._fd, CHUNK, pos)
+        # the next checkpoint (stop_off) may be the next line: no need to search past it
+        while stop_off is None or pos < stop_off:
+            block = os.pread(self._fd, CHUNK if stop_off is None else min(CHUNK, stop_off - pos), pos)
             if not block:
                 return text, None
             nl = block.find(b"\n")
             if nl >= 0:
                 return text, pos + nl + 1
             pos += len(block)
+        return text, stop_off
 
     def _remember(self, number: int, text: str) -> None:
         self._cache[number] = text

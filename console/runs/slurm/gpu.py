@@ -75,20 +75,6 @@ def parse_nvidia_smi_csv(text: str) -> list[dict[str, Any]]:
     return devices
 
 
-def parse_srun_label_output(text: str, nodes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """``srun --label`` output (``<task>: <line>``, one task per node) -> {node: devices}."""
-    by_task: dict[int, list[str]] = {}
-    for line in text.splitlines():
-        task, sep, rest = line.partition(":")
-        if sep and task.strip().isdigit():
-            by_task.setdefault(int(task.strip()), []).append(rest.strip())
-    out = {}
-    for index, lines in sorted(by_task.items()):
-        node = nodes[index] if index < len(nodes) else f"task{index}"
-        out[node] = parse_nvidia_smi_csv("\n".join(lines))
-    return out
-
-
 def parse_ray_prometheus(text: str) -> dict[str, list[dict[str, Any]]]:
     """Ray's ``/metrics`` text -> {node ip: devices}: ``ray_node_gram_used`` is MiB (NeMo-RL divides
     by 1024 for GiB), ``ray_node_gram_available`` MiB, ``ray_node_gpus_utilization`` percent."""

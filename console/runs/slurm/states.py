@@ -20,8 +20,7 @@ class StateMeaning:
 
 
 def _catalog() -> SlurmCatalog:
-    catalog: SlurmCatalog = load_checked("slurm", SlurmCatalog)
-    return catalog
+    return load_checked("slurm", SlurmCatalog)
 
 
 def meaning(state: str) -> StateMeaning:
