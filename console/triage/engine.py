@@ -18,9 +18,10 @@ from typing import Any
 from console.monitor.text import RAY_PREFIX_RE, clean_line
 from console.redact import redact_text
 from console.triage import rootcause
+from console.triage.finding import Finding
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
 from console.triage.metricwatch import MetricWatch
-from console.triage.model import FindingRecord, Remedy, TriageResult
+from console.triage.model import FindingRecord, TriageResult
 from console.triage.rules import NOISE_CLASS, Catalog, ExceptionRule, Rule, default_catalog
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
@@ -138,45 +139,6 @@ class _Traceback:
     exc_line: int | None = None
     exc_text: str | None = None
     wrapper: str | None = None  # "RayTaskError(X)": the inner exception type X
-
-
-@dataclass
-class Finding:
-    cls: str
-    verdict: str
-    line: int
-    evidence: str
-    rule: str
-    count: int = 1
-    soft: bool = False
-    file: str | None = None
-    advice: str | None = None
-    remedy: Remedy | None = None
-    tier: int | None = None
-    confidence: float = 0.9
-    lines: list[int] = field(default_factory=list)
-    transient: bool = False
-    min_count: int = 1
-    also: list[str] = field(default_factory=list)  # other classes the same evidence fits
-
-    def to_dict(self) -> FindingRecord:
-        d: FindingRecord = {
-            "class": self.cls,
-            "verdict": self.verdict,
-            "line": self.line,
-            "count": self.count,
-            "evidence": self.evidence,
-            "rule": self.rule,
-            "confidence": round(self.confidence, 2),
-            "lines": list(self.lines or [self.line]),
-        }
-        if self.soft:
-            d["soft"] = True
-        if self.transient:
-            d["transient"] = True
-        if self.file is not None:
-            d["file"] = self.file
-        return d
 
 
 class TriageEngine:
