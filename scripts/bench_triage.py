@@ -8,12 +8,18 @@ Three mixes of lines, each generated in a temporary folder, measured, then delet
   NeMo-RL step banners, verl ``step:N - ...`` lines, one CUDA OOM near the end; about 44% of its
   lines hold a literal (logger ``.py:`` prefixes, progress and structure markers).
 
-For each size and mix, one run of each tool on the same file (best of ``--repeat``):
-``LC_ALL=C grep -c -E -f LITERALS``, ``rg -c -F -f LITERALS`` and ``python -m console triage --json``,
-each in its own process (wall time, CPU time and peak RSS from ``os.wait4``). Ratios are ours / grep.
-The load average is printed: on a shared machine, compare CPU seconds rather than wall seconds.
+For each size and mix, ``--repeat`` rounds of each tool on the same file, one after the other in each
+round (so that a change of load hits all of them): ``LC_ALL=C grep -c -E -f LITERALS``,
+``rg -c -F -f LITERALS`` and ``python -m console triage --json``, each in its own process (wall time, CPU
+time and peak RSS from ``os.wait4``). The table gives the median of the rounds; ``wall/grep`` and
+``wall/rg`` are the medians of the per-round ratios and ``spread`` their range over the rounds (how noisy
+the machine was). The load average is printed: on a shared machine, compare CPU seconds too.
 
-Usage: python scripts/bench_triage.py [--sizes 300,1024] [--mixes quiet,error-dense,rl] [--repeat 1]
+Then the live path: ``scripts/bench_live_triage.py`` (the supervisor's triage at 20k RL-shaped lines/s),
+unless ``--live-seconds 0``.
+
+Usage: python scripts/bench_triage.py [--sizes 300,1024] [--mixes quiet,error-dense,rl] [--repeat 3]
+       [--live-seconds 10]
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -137,19 +144,40 @@ class Run:
     out: str
 
 
+GNU_TIME = Path("/usr/bin/time")
+
+
 def run_once(cmd: list[str], env: dict[str, str]) -> Run:
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    out = proc.stdout.read() if proc.stdout else b""  # type: ignore[union-attr]
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return Run(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.decode(errors="replace"))
+    """Wall and CPU time of ``cmd``; its peak RSS from GNU time where there is one (a child's ru_maxrss
+    counts the memory of this process at fork time, before the exec)."""
+    with tempfile.NamedTemporaryFile(prefix="bench_rss_") as rss:
+        if GNU_TIME.exists():
+            cmd = [str(GNU_TIME), "-f", "%M", "-o", rss.name, *cmd]
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        out = proc.stdout.read() if proc.stdout else b""  # type: ignore[union-attr]
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        kb = Path(rss.name).read_text().split()[-1:] if GNU_TIME.exists() else []
+        rss_mb = int(kb[0]) / 1024 if kb and kb[0].isdigit() else ru.ru_maxrss / 1024
+    return Run(wall, ru.ru_utime + ru.ru_stime, rss_mb, out.decode(errors="replace"))
 
 
-def best(cmd: list[str], env: dict[str, str], repeat: int) -> Run:
-    runs = [run_once(cmd, env) for _ in range(repeat)]
-    return min(runs, key=lambda r: r.wall)
+def median_run(runs: list[Run]) -> Run:
+    """The median wall, CPU and RSS of the runs (the output of the last)."""
+    return Run(
+        statistics.median(r.wall for r in runs),
+        statistics.median(r.cpu for r in runs),
+        statistics.median(r.rss_mb for r in runs),
+        runs[-1].out,
+    )
+
+
+def ratios(runs: list[Run], ref: list[Run]) -> tuple[float, float, float]:
+    """(median, min, max) of the per-round wall-time ratios."""
+    rs = [a.wall / b.wall for a, b in zip(runs, ref, strict=True)]
+    return statistics.median(rs), min(rs), max(rs)
 
 
 def _summary(tool: str, out: str) -> str:
@@ -171,7 +199,15 @@ def main() -> int:
         "--sizes", default="300,1024", help="log sizes in MB, comma-separated (default %(default)s)"
     )
     ap.add_argument("--mixes", default=",".join(MIXES), help="mixes to run (default %(default)s)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per tool, the fastest is kept")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="rounds per file (median kept, default %(default)s)"
+    )
+    ap.add_argument(
+        "--live-seconds",
+        type=float,
+        default=10.0,
+        help="live measurement length, 0: none (default %(default)s)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated logs (prints their paths)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
@@ -218,10 +254,16 @@ def main() -> int:
                 tools.append(
                     ("rl-console triage", [sys.executable, "-m", "console", "triage", "--json", str(log)])
                 )
-                results = {name: best(cmd, env, args.repeat) for name, cmd in tools}
-                g = results["grep -E -f"]
+                rounds: dict[str, list[Run]] = {name: [] for name, _ in tools}
+                for _ in range(max(1, args.repeat)):
+                    for name, cmd in tools:
+                        rounds[name].append(run_once(cmd, env))
+                g = median_run(rounds["grep -E -f"])
                 lit_pct = f"{100 * int(g.out.strip() or 0) / max(1, nlines):.0f}%"
-                for name, r in results.items():
+                for name, runs in rounds.items():
+                    r = median_run(runs)
+                    vs_grep = ratios(runs, rounds["grep -E -f"])
+                    vs_rg = ratios(runs, rounds["rg -F -f"]) if "rg -F -f" in rounds else None
                     rows.append(
                         (
                             f"{mb:,.0f}",
@@ -231,7 +273,9 @@ def main() -> int:
                             f"{r.wall:.2f}",
                             f"{mb / r.wall:,.0f}",
                             f"{r.cpu:.2f}",
-                            f"{r.wall / g.wall:.2f}",
+                            f"{vs_grep[0]:.2f}",
+                            f"{vs_grep[1]:.2f}-{vs_grep[2]:.2f}",
+                            f"{vs_rg[0]:.2f}" if vs_rg else "-",
                             f"{r.cpu / g.cpu:.2f}" if g.cpu else "-",
                             f"{r.rss_mb:,.0f}",
                             _summary(name, r.out),
@@ -255,6 +299,8 @@ def main() -> int:
         "MB/s",
         "cpu s",
         "wall/grep",
+        "spread",
+        "wall/rg",
         "cpu/grep",
         "peak RSS MB",
         "result",
@@ -266,9 +312,21 @@ def main() -> int:
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     print(
-        f"\nload average at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; targets: triage/grep <= 3.0 "
-        "for every mix, peak RSS <= 200 MB at 1 GB"
+        f"\n{max(1, args.repeat)} rounds, medians; load average at the end {load1[0]:.2f} {load1[1]:.2f} "
+        f"{load1[2]:.2f}; targets: triage/grep <= 3.0 for every mix, peak RSS <= 200 MB at 1 GB"
     )
+    if args.live_seconds > 0:
+        print(flush=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "scripts" / "bench_live_triage.py"),
+                "--seconds",
+                str(args.live_seconds),
+            ],
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            check=False,
+        )
     return 0
 
 

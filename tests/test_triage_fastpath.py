@@ -425,3 +425,33 @@ def test_metric_shapes_read_what_the_pair_regex_reads() -> None:
         learned += bool(watch.shapes)
     assert read > 500
     assert learned > 100  # shapes were learned (and used for the lines after)
+
+
+def test_error_level_by_alternatives_same_as_the_whole_regex() -> None:
+    """The gate reads feed()'s error-level regex one top-level alternative at a time: the same answer as
+    the whole regex on every fixture and corpus line, and the split itself on awkward patterns."""
+    from console.triage.fastscan import top_alternatives
+
+    engine = TriageEngine("unknown")
+    gate = LineGate(engine)
+    lines = _all_lines() + [
+        "[E704 13:48:58.26 ProcessGroupNCCL.cpp:12] boom",
+        "[F file.cc:1] x [repeated 2x across cluster]",
+        "[2024-05-01 10:00:00,000 E 1234 5678] raylet died",
+        "E1121 10:00:00.123456  123 foo.cc:12] fatal",
+        "xERROR[repeated 3x across cluster]",
+        "(pid=1) ERROR: bad",
+    ]
+    hits = 0
+    for line in lines:
+        want = engine.error_level_line(line)
+        assert gate._error_level(line) == want, line
+        hits += want
+    assert hits > 20
+    for src, parts in [
+        (r"a|b(c|d)|[|(]e|\|f", [r"a", r"b(c|d)", r"[|(]e", r"\|f"]),
+        (r"[]|]x|y", [r"[]|]x", r"y"]),
+        (r"(?i)a|b", [r"(?i)a|b"]),
+        (r"abc", [r"abc"]),
+    ]:
+        assert [p.pattern for p in top_alternatives(re.compile(src))] == parts, src

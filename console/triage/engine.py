@@ -18,9 +18,10 @@ from typing import Any
 from console.monitor.text import RAY_PREFIX_RE, clean_line
 from console.redact import redact_text
 from console.triage import rootcause
+from console.triage.finding import Finding
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
 from console.triage.metricwatch import MetricWatch
-from console.triage.model import FindingRecord, Remedy, TriageResult
+from console.triage.model import FindingRecord, TriageResult
 from console.triage.rules import NOISE_CLASS, Catalog, ExceptionRule, Rule, default_catalog
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
@@ -91,7 +92,6 @@ _ERROR_LEVEL_RE = re.compile(
     r"|(?:^|\s)[EF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+(?: \d+)? [\w./-]+:\d+\]"
 )
 _METRIC_SET = frozenset(METRIC_LITERALS)
-_METRIC_RE = re.compile("|".join(re.escape(x) for x in METRIC_LITERALS))  # any(lit in text for lit in ...)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
 REPEAT_LINES = 512  # repeated lines remembered (see TriageEngine._remember)
 REPEAT_MAX_LEN = 1024  # longer lines are not remembered
@@ -141,45 +141,6 @@ class _Traceback:
     wrapper: str | None = None  # "RayTaskError(X)": the inner exception type X
 
 
-@dataclass
-class Finding:
-    cls: str
-    verdict: str
-    line: int
-    evidence: str
-    rule: str
-    count: int = 1
-    soft: bool = False
-    file: str | None = None
-    advice: str | None = None
-    remedy: Remedy | None = None
-    tier: int | None = None
-    confidence: float = 0.9
-    lines: list[int] = field(default_factory=list)
-    transient: bool = False
-    min_count: int = 1
-    also: list[str] = field(default_factory=list)  # other classes the same evidence fits
-
-    def to_dict(self) -> FindingRecord:
-        d: FindingRecord = {
-            "class": self.cls,
-            "verdict": self.verdict,
-            "line": self.line,
-            "count": self.count,
-            "evidence": self.evidence,
-            "rule": self.rule,
-            "confidence": round(self.confidence, 2),
-            "lines": list(self.lines or [self.line]),
-        }
-        if self.soft:
-            d["soft"] = True
-        if self.transient:
-            d["transient"] = True
-        if self.file is not None:
-            d["file"] = self.file
-        return d
-
-
 class TriageEngine:
     """Line-by-line classifier. ``framework`` "unknown" (or None) means: detect it from the log."""
 
@@ -202,6 +163,7 @@ class TriageEngine:
             for lit in m.literals:
                 self._markers_by_lit.setdefault(lit, []).append(i)
         self._markers_of = {lit: tuple(sorted(set(ix))) for lit, ix in self._markers_by_lit.items()}
+        self._markers_of_set: dict[frozenset[str], tuple[int, ...]] = {}  # the same for several literals
         self.literals = literals  # every literal feed() looks for (see literal_roles)
         self._light_literals = self._markers_and_metrics_only()
         # the literals and the exception words in one automaton (see _present_words)
@@ -239,6 +201,11 @@ class TriageEngine:
     def wants_more(self) -> bool:
         """True while a traceback is open: a scanner must feed the following lines too."""
         return bool(self._tbs or self._chain_pending or self._noise_pending)
+
+    def open_state(self) -> tuple[dict[str, Any], set[str], set[str]]:
+        """The containers ``wants_more`` looks at (the same objects for the engine's life): a scanner's
+        loop can test them without a call per line."""
+        return self._tbs, self._chain_pending, self._noise_pending
 
     def feed(self, lineno: int, text: str) -> list[FindingRecord]:
         if "\x1b" in text or "\r" in text:
@@ -444,6 +411,25 @@ class TriageEngine:
             "guards": frozenset((*EXCEPTION_WORDS, PYTEST_FRAME_LITERAL)),
         }
 
+    def error_level_line(self, text: str) -> bool:
+        """feed()'s error-level test (``_ERROR_LEVEL_RE``) on a cleaned line, its repeat count cut off as
+        feed() cuts it: a line whose only literals of feed() are ERROR_LEVEL_LITERALS (and no guard word)
+        changes nothing unless this holds."""
+        return _ERROR_LEVEL_RE.search(self.without_repeat_count(text)) is not None
+
+    @property
+    def error_level_re(self) -> re.Pattern[str]:
+        return _ERROR_LEVEL_RE
+
+    @staticmethod
+    def without_repeat_count(text: str) -> str:
+        """The line as feed() reads it after cutting Ray's ``[repeated Nx across cluster]`` off."""
+        if "[repeated" in text:
+            m = _REPEATED_RE.search(text)
+            if m:
+                return text[: m.start()]
+        return text
+
     def open_prefixes(self) -> set[str]:
         """The process prefixes with an open traceback (or one about to open): while there are some,
         feed() looks at every line, but a line of another prefix with no literal and no guard word
@@ -510,8 +496,9 @@ class TriageEngine:
         body = split_prefix(text)[1]
         self._markers(body, lineno, present)
         # body is the end of text: no metric literal in text (present), none in body
-        if not present.isdisjoint(_METRIC_SET) and _METRIC_RE.search(body) is not None:
-            return [f.to_dict() for f in self._metric_findings(lineno, body)]
+        for lit in present:
+            if lit in _METRIC_SET and lit in body:
+                return [f.to_dict() for f in self._metric_findings(lineno, body)]
         return []
 
     # ------------------------------------------------------------------ repeated lines
@@ -603,7 +590,12 @@ class TriageEngine:
             for lit in present:
                 idx = self._markers_of.get(lit, ())
         else:
-            idx = sorted({i for lit in present for i in self._markers_by_lit.get(lit, ())})
+            key = frozenset(present)
+            idx = self._markers_of_set.get(key)  # type: ignore[assignment]
+            if idx is None:
+                idx = tuple(sorted({i for lit in present for i in self._markers_by_lit.get(lit, ())}))
+                if len(self._markers_of_set) < 1024:
+                    self._markers_of_set[key] = idx
         for i in idx:
             m = self.cat.markers[i]
             hit = m.regex.search(body)

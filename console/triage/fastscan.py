@@ -15,10 +15,12 @@ it had been fed every line, so live findings and post-mortem triage JSON are the
 ``GatedFeed`` is the live path (the supervisor, one line at a time). ``FastFileScanner`` is the
 post-mortem path. Per 16 MiB chunk of raw bytes (read, not mapped: memory stays bounded):
 1. one Aho-Corasick pass finds the literals feed() acts on, guard words, and rule-only literals;
-2. lines holding only rule-only literals go through one more automaton pass together (``batch_keys``:
-   the rules' keys, on the lowercased lines stripped of ANSI codes); the few with a key are kept;
-3. only the kept lines are sliced, decoded and cleaned; a line with a literal feed() acts on goes
-   straight to it, the others through ``LineGate.needs_feed`` first.
+2. lines holding only rule-only literals go through one more automaton (``line_keys``: the rules' keys,
+   on the lowercased line stripped of ANSI codes); the few with a key are kept;
+3. only the kept lines are sliced, decoded and cleaned, in one pass over the hits; a line with a
+   literal feed() acts on goes straight to it (``feed_light`` with the literals found, when they all
+   only select markers or metrics and the line is clean UTF-8), the others through
+   ``LineGate.needs_feed`` first (decided once per text: logs repeat lines verbatim).
 Cleaning can *create* a literal (an ANSI colour code or a NUL byte inside it:
 ``\x1b[35mValueError\x1b[0m:``), so the first automaton also looks for every proper prefix of a
 literal followed by ESC, and every line with a NUL byte is a candidate.
@@ -26,12 +28,14 @@ literal followed by ESC, and every line with a NUL byte is a candidate.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from typing import Any, BinaryIO
 
 from console.monitor.text import clean_line
-from console.triage.engine import STRUCTURE_LITERALS, TriageEngine
+from console.triage.engine import ERROR_LEVEL_LITERALS, STRUCTURE_LITERALS, TriageEngine
 from console.triage.model import FindingRecord
 from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
 
@@ -40,6 +44,44 @@ LINE_CAP = 64 << 10  # a giant line is classified on its first 64 KiB
 _NUL = re.compile(b"\x00")
 
 Finder = Callable[[Any], list[int]]
+
+
+def top_alternatives(pattern: re.Pattern[str]) -> list[re.Pattern[str]]:
+    """The top-level alternatives of ``pattern``, each compiled alone (with its flags): ``pattern`` matches
+    somewhere in a text exactly when one of them does. ``[pattern]`` when it has none, or inline flags."""
+    src = pattern.pattern
+    if src.startswith("(?") and not src.startswith(("(?:", "(?P", "(?=", "(?!", "(?<")):
+        return [pattern]  # global inline flags: they must stay with every part
+    parts, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(src):
+        c = src[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if src[i + 1 : i + 2] == "^":
+                i += 1
+            if src[i + 1 : i + 2] == "]":  # a literal "]" first in the class
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(src[start:i])
+            start = i + 1
+        i += 1
+    parts.append(src[start:])
+    if len(parts) < 2:
+        return [pattern]
+    try:
+        return [re.compile(p, pattern.flags) for p in parts]
+    except re.error:
+        return [pattern]
 
 
 def esc_variants(literals: Iterable[bytes]) -> set[bytes]:
@@ -110,11 +152,19 @@ class LineGate:
         roles = engine.literal_roles()
         self.engine = engine
         self.roles = roles
+        self._decided: dict[str, bool] = {}  # text -> needs_feed(text), for repeated lines
         self._engine_lits = frozenset(engine.literals)
         # literals that select markers and nothing else: like rule-only literals, a line holding only
         # those (and no guard word) changes nothing unless one of their markers' regexes may match it
         marker_only = marker_only_literals(engine)
-        self._sure = roles["feed"] - marker_only  # a line with one of these goes straight to feed()
+        # error-level literals (log levels, glog "[E ... file.cc:12]") that do nothing else: feed() acts on
+        # them only where its error-level regex matches (engine.error_level_line)
+        rule_lits = {lit for r in engine.cat.rules for lit in r.literals}
+        marker_lits = {lit for m in engine.cat.markers for lit in m.literals}
+        self._level_only = (frozenset(ERROR_LEVEL_LITERALS) & roles["feed"]) - rule_lits - marker_lits
+        # that regex, one alternative at a time behind its literal factors (the whole is slow on long lines)
+        self._level_parts = [(rx, required(rx)) for rx in top_alternatives(engine.error_level_re)]
+        self._sure = roles["feed"] - marker_only - self._level_only  # these go straight to feed()
         self._marker_only = marker_only
         self._must = self._sure | roles["guards"]
         self._rule_lits = roles["rule"] | marker_only
@@ -142,7 +192,7 @@ class LineGate:
             self._rx = re.compile("|".join(re.escape(x) for x in sorted(lits, key=len, reverse=True)))
             self._lits = lits
         # rule-only literals whose rules all have keys (see regexfactors.Factors.keys): a line holding only
-        # such literals matters only when one of those keys is in it (batch_keys)
+        # such literals matters only when one of those keys is in it (line_keys)
         keys: dict[bytes, set[str]] = {}  # key -> the literals whose rules it is a key of
         self._keyed: set[str] = set()
         for lit in self._rule_lits:
@@ -171,7 +221,7 @@ class LineGate:
 
         A kind is True for a literal feed() acts on, None when a hit makes its line a candidate for
         ``needs_feed``, else a keyed rule-only literal: hits of those alone make the line a candidate
-        only when ``batch_keys`` finds one of their rules' keys in it too.
+        only when ``line_keys`` finds one of their rules' keys in it too.
         """
         pats = [x.encode() for x in self.chunk_literals()]
         find, name, allp = _hit_finder(pats, True)
@@ -210,12 +260,23 @@ class LineGate:
         return self._needs(present, text)
 
     def needs_feed(self, text: str) -> bool:
-        return self._needs(self._present(text), text)
+        # a pure function of the text: a line printed again and again is decided once
+        known = self._decided.get(text)
+        if known is not None:
+            return known
+        need = self._needs(self._present(text), text)
+        if len(text) <= 1024:
+            if len(self._decided) >= 512:
+                self._decided.clear()
+            self._decided[text] = need
+        return need
 
     def _needs(self, present: set[str], text: str) -> bool:
         if not present or present.isdisjoint(self._engine_lits):
             return False  # no literal of feed(): it returns at once
         if not present.isdisjoint(self._must):
+            return True
+        if not present.isdisjoint(self._level_only) and self._error_level(text):
             return True
         folded: str | None = None
         for lit in present & self._rule_lits:
@@ -226,34 +287,38 @@ class LineGate:
                     return True
         return False  # only inert literals, and rule literals whose regexes cannot match
 
-    def batch_keys(self, raws: list[bytes], lits: list[list[str]]) -> set[int]:
-        """Indices of the raw lines in which a key of the rules of their literals ``lits[i]`` may be in
-        the text feed() makes of them.
+    def _error_level(self, text: str) -> bool:
+        """``engine.error_level_line(text)``, by the alternatives of its regex."""
+        if "[repeated" in text:
+            text = self.engine.without_repeat_count(text)
+        folded: str | None = None
+        for rx, f in self._level_parts:
+            if f.ignorecase and folded is None:
+                folded = fold(text)
+            if f.may_match(text, folded) and rx.search(text) is not None:
+                return True
+        return False
+
+    def line_keys(self, raw: bytes, lits: list[str]) -> bool:
+        """Whether a key of the rules of the literals ``lits`` found in the raw line may be in the text
+        feed() makes of it.
 
         That text is the line decoded, cut at a CR redraw and stripped of ANSI codes (twice:
         ``clean_line`` and feed's own). Stripping the codes from the raw bytes twice keeps every CR
         segment, so whatever the text holds, the stripped bytes hold too; lowercasing them covers
         case-insensitive keys, except for the four non-ASCII characters that ``fold`` maps to ASCII,
-        which are keys themselves. One automaton pass for all the lines of a chunk.
+        which are keys themselves.
         """
-        if not raws:
-            return set()
-        joined = b"\n".join(raws)
-        if b"\x1b" in joined:
-            joined = _ANSI_B.sub(b"", joined)
-            if b"\x1b" in joined:
-                joined = _ANSI_B.sub(b"", joined)
-        hits = self._key_ac.find_matches_as_indexes(joined.lower(), overlapping=True)
-        out: set[int] = set()
-        line, at = 0, 0
+        if b"\x1b" in raw:
+            raw = _ANSI_B.sub(b"", raw)
+            if b"\x1b" in raw:
+                raw = _ANSI_B.sub(b"", raw)
         key_lits = self._key_lits
-        for idx, start, _ in sorted(hits, key=lambda h: h[1]):
-            line += joined.count(b"\n", at, start)
-            at = start
+        for idx, _, _ in self._key_ac.find_matches_as_indexes(raw.lower(), overlapping=True):
             owners = key_lits[idx]
-            if owners is None or not owners.isdisjoint(lits[line]):
-                out.add(line)
-        return out
+            if owners is None or not owners.isdisjoint(lits):
+                return True
+        return False
 
 
 # ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see may_need_feed).
@@ -313,9 +378,14 @@ class FastFileScanner:
     ) -> None:
         self.engine = engine
         self.gate = gate
-        self.find, self.kinds, _ = finder or gate.hit_finder()
+        self.find, kinds, _ = finder or gate.hit_finder()
         lights = getattr(gate, "hit_lights", [])
-        self.lights: list[str | None] = lights if len(lights) == len(self.kinds) else [None] * len(self.kinds)
+        # one more entry, None, for the NUL hits (pattern index -1)
+        self.kinds: list[Any] = [*kinds, None]
+        self.lights: list[str | None] = [
+            *(lights if len(lights) == len(kinds) else [None] * len(kinds)),
+            None,
+        ]
         self.inert = [lit.encode() for lit in gate.roles["inert"]]
         self.lineno = 1  # number of the line starting at the current chunk's offset 0
         self.fed = 0
@@ -330,30 +400,83 @@ class FastFileScanner:
         else:
             self.engine.skip_to(lineno)
 
-    def _lines(self, buf: bytes, end: int) -> list[tuple[int, int, int, bool, list[str] | None]]:
-        """(start, end, number, sure, light) of the lines of ``buf[:end]`` that may matter, in order;
-        ``sure``: it holds a literal feed() acts on (else ``needs_feed`` decides); ``light``: the literals
-        found in it when they all only select markers or metrics (else None)."""
+    def _hits(self, buf: bytes, end: int) -> list[tuple[int, int, int]]:
+        """The automaton's hits in ``buf[:end]`` (plus every NUL byte, pattern index -1), by position."""
         hits = self.find(memoryview(buf)[:end] if end < len(buf) else buf)
         if buf.find(b"\x00", 0, end) >= 0:  # removing NULs can join a literal: those lines are candidates
             hits = sorted(
-                [*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))], key=lambda h: h[1]
+                [*hits, *((-1, m.start(), m.end()) for m in _NUL.finditer(buf, 0, end))], key=itemgetter(1)
             )
-        kinds, lights = self.kinds, self.lights
-        out: list[tuple[int, int, int, bool, list[str] | None]] = []
-        keyed: list[tuple[int, int, int, bool, list[str] | None]] = []
-        keyed_lits: list[list[str]] = []
+        return hits
+
+    def _walk(self, buf: bytes, pos: int, lineno: int, end: int) -> tuple[int, int]:
+        """Line by line from ``pos`` while a traceback is open or the framework is being detected; returns
+        where that stopped (the position and number of the next line)."""
+        engine, cap = self.engine, LINE_CAP
+        detecting = engine.detects_at(lineno)
+        while pos < end:
+            if detecting and not engine.detects_at(lineno):
+                detecting = False
+                engine.skip_to(lineno)  # past the detection window: as feed() would note it
+            if not (detecting or engine.wants_more):
+                break
+            nl = buf.find(b"\n", pos, end)
+            self._feed(lineno, buf[pos : pos + cap] if nl - pos > cap else buf[pos:nl], detecting)
+            pos, lineno = nl + 1, lineno + 1
+        return pos, lineno
+
+    def _line(self, raw: bytes, lineno: int, sure: bool, light: list[str] | None) -> None:
+        """One line that may matter (no traceback open, past detection): see the module docstring."""
+        if raw[-1:] == b"\r":
+            raw = raw[:-1]
+        if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
+            text = clean_line(raw)
+        else:
+            try:
+                text = raw.decode()
+            except UnicodeDecodeError:
+                text = raw.decode("utf-8", errors="replace")
+                light = None
+            if light is not None:
+                # the literals found are exactly those in the text, unless an inert one is there too
+                for lit in self.inert:
+                    if lit in raw:
+                        break
+                else:
+                    self.fed += 1
+                    self.engine.feed_light(lineno, text, set(light))
+                    return
+        if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
+            self.fed += 1
+            self.engine.feed(lineno, text)
+        else:
+            self.candidates += 1
+            if self.gate.needs_feed(text_for_gate(text)):
+                self.fed += 1
+                self.engine.feed(lineno, text)
+
+    def chunk(self, buf: bytes, end: int | None = None) -> None:
+        """Process ``buf[:end]``, which ends with a newline: one pass over the automaton's hits, a line at a
+        time (all the hits of a line decide what it is), and every line while a traceback is open."""
+        end = len(buf) if end is None else end
+        engine = self.engine
+        tbs, chained, noise = engine.open_state()  # wants_more is: any of them
+        kinds, lights, cap = self.kinds, self.lights, LINE_CAP
         rfind, find, count = buf.rfind, buf.find, buf.count
-        pos, lineno, nl = 0, self.lineno, -1  # nl: the end of the line being read (its newline)
-        start = 0
+        line_keys, do_line = self.gate.line_keys, self._line
+        pos, lineno = 0, self.lineno  # the next line not read yet
+        if tbs or chained or noise or engine.detects_at(lineno):
+            pos, lineno = self._walk(buf, pos, lineno, end)
+        nl = -1  # the end of the line being read (its newline), -1 for none
+        start = ln = 0
         sure = maybe = False
-        lits: list[str] = []
+        lits: list[str] | None = None
         light: list[str] | None = None
-        for idx, hit, _ in hits:
+        for idx, hit, _ in self._hits(buf, end):
             if hit < nl:  # another hit in the same line
                 if sure and light is None:
                     continue
-                kind = kinds[idx] if idx >= 0 else None
+                kind = kinds[idx]
                 if kind is True:
                     sure = True
                     if light is not None:
@@ -366,119 +489,59 @@ class FastFileScanner:
                 light = None
                 if kind is None:
                     maybe = True
+                elif lits is None:
+                    lits = [kind]
                 else:
                     lits.append(kind)
                 continue
             if nl >= 0:  # the line before is complete
-                if sure or maybe:
-                    out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
-                else:
-                    keyed.append((start, nl, lineno, False, None))
-                    keyed_lits.append(lits)
-                pos, lineno = nl + 1, lineno + 1
+                raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
+                pos, lineno = nl + 1, ln + 1
+                nl = -1
+                if sure or maybe or line_keys(raw, lits):  # type: ignore[arg-type]
+                    do_line(raw, ln, sure, light if sure and not maybe and not lits else None)
+                    if tbs or chained or noise:
+                        pos, lineno = self._walk(buf, pos, lineno, end)
+            if hit < pos:
+                continue  # in a line read line by line already
             start = rfind(b"\n", pos, hit) + 1
+            ln = lineno
             if start > pos:
-                lineno += count(b"\n", pos, start)
+                ln += count(b"\n", pos, start)
             else:
                 start = pos
             nl = find(b"\n", hit, end)
-            kind = kinds[idx] if idx >= 0 else None
+            kind = kinds[idx]
             sure = kind is True
             maybe = kind is None
-            lits = [kind] if isinstance(kind, str) else []  # neither sure (True) nor maybe (None): a key
+            lits = None if sure or maybe else [kind]
             light = None
             if sure:
                 lit = lights[idx]
-                light = None if lit is None else [lit]
+                if lit is not None:
+                    light = [lit]
         if nl >= 0:
-            if sure or maybe:
-                out.append((start, nl, lineno, sure, light if sure and not maybe and not lits else None))
-            else:
-                keyed.append((start, nl, lineno, False, None))
-                keyed_lits.append(lits)
-        if keyed:
-            cap = LINE_CAP
-            found = self.gate.batch_keys(
-                [buf[s : s + cap] if e - s > cap else buf[s:e] for s, e, _, _, _ in keyed], keyed_lits
-            )
-            if found:
-                out = sorted(out + [keyed[j] for j in found])
-        return out
-
-    def chunk(self, buf: bytes, end: int | None = None) -> None:
-        """Process ``buf[:end]``, which ends with a newline."""
-        end = len(buf) if end is None else end
-        first = self.lineno
-        lines = self._lines(buf, end)
-        engine = self.engine
-        feed, feed_light, needs_feed, cap, inert = (
-            engine.feed,
-            engine.feed_light,
-            self.gate.needs_feed,
-            LINE_CAP,
-            self.inert,
-        )
-        pos, lineno, ci, nc = 0, first, 0, len(lines)
-        while pos < end:
-            if engine.wants_more or engine.detects_at(lineno):
-                # line by line while a traceback is open or the framework is being detected
-                detecting = engine.detects_at(lineno)
-                while pos < end:
-                    if detecting and not engine.detects_at(lineno):
-                        detecting = False
-                        engine.skip_to(lineno)  # past the detection window: as feed() would note it
-                    if not (detecting or engine.wants_more):
-                        break
-                    nl = buf.find(b"\n", pos, end)
-                    self._feed(lineno, buf[pos : pos + cap] if nl - pos > cap else buf[pos:nl], detecting)
-                    pos, lineno = nl + 1, lineno + 1
-                continue
-            # the lines that may matter, until one opens a traceback
-            while ci < nc and lines[ci][0] < pos:
-                ci += 1
-            if ci >= nc:
-                break
-            busy = False
-            for ci in range(ci, nc):  # noqa: B020 (ci: where this loop stopped)
-                start, nl, lineno, sure, light = lines[ci]
-                raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
-                if raw[-1:] == b"\r":
-                    raw = raw[:-1]
-                if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
-                    text = clean_line(raw)
-                else:
-                    text = raw.decode("utf-8", errors="replace")
-                    if light is not None and "\ufffd" not in text:
-                        # the literals found are exactly those in the text, unless an inert one is there too
-                        for lit in inert:
-                            if lit in raw:
-                                break
-                        else:
-                            self.fed += 1
-                            feed_light(lineno, text, set(light))
-                            if engine.wants_more:
-                                busy = True
-                                break
-                            continue
-                if sure:  # feed() is the judge: a literal it acts on may still be gone from the cleaned text
-                    self.fed += 1
-                    feed(lineno, text)
-                else:
-                    self.candidates += 1
-                    if needs_feed(text_for_gate(text)):
-                        self.fed += 1
-                        feed(lineno, text)
-                if engine.wants_more:
-                    busy = True
-                    break
-            pos, lineno = nl + 1, lineno + 1
-            if not busy:
-                break
-            ci += 1
-        self.lineno = first + buf.count(b"\n", 0, end)
+            raw = buf[start : start + cap] if nl - start > cap else buf[start:nl]
+            pos, lineno = nl + 1, ln + 1
+            if sure or maybe or line_keys(raw, lits):  # type: ignore[arg-type]
+                do_line(raw, ln, sure, light if sure and not maybe and not lits else None)
+                if tbs or chained or noise:
+                    pos, lineno = self._walk(buf, pos, lineno, end)
+        self.lineno = lineno + count(b"\n", pos, end)  # (pos, lineno): the next line not read
 
     def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:
         """Read ``fh`` to its end; return the number of lines (the last one may lack its newline)."""
+        # the chunk passes make many short-lived tuples and no reference cycles: the cycle collector would
+        # walk every chunk's hit list again and again for nothing (reference counting frees them)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._scan(fh, chunk_size)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _scan(self, fh: BinaryIO, chunk_size: int) -> int:
         carry = b""
         giant: bytes | None = None  # the head of a line longer than a chunk, whose rest is being skipped
         while True:

@@ -24,12 +24,30 @@ Rules of the choice (the procedures' "first causal error, not the last traceback
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from console.triage.finding import Finding
 from console.triage.model import Alternative, Primary, TriageResult
+from console.triage.rules import Catalog
 
-if TYPE_CHECKING:
-    from console.triage.engine import Finding, TriageEngine
+
+class TriageEngine(Protocol):
+    """What the choice reads of the engine (``console.triage.engine.TriageEngine``) once a log is fed."""
+
+    cat: Catalog
+    framework: str
+    fatal: list[tuple[int, str, str]]
+    root_exception: tuple[int, str] | None
+    completed_line: int | None
+    exiting_line: int | None
+    last_line: int
+    step: int | None
+    total: int | None
+    source: str | None
+
+    @property
+    def open_traceback(self) -> bool: ...
+
 
 FAILING = ("Fail", "Blocked")
 DECISIVE = ("Fail", "Blocked", "Cancelled")
@@ -51,8 +69,6 @@ def run_died(engine: TriageEngine, exit_code: int | None) -> bool:
 
 
 def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None) -> TriageResult:
-    from console.triage.engine import Finding
-
     completed = engine.completed_line is not None
     died = run_died(engine, exit_code)
     # a death after the process started to exit is a teardown crash too (not a Pass: it did not complete)
