@@ -19,7 +19,7 @@ from typing import Any
 from console.commandtext import command_line, remedy_text
 from console.fileio import read_json, write_text_atomic
 from console.redact import redact_obj, redact_text
-from console.rundir.state import read_state
+from console.rundir.state import is_finished, read_state
 from console.triage.verdict import FRAMEWORK_LABELS, RUN_LABELS, run_verdict
 
 REPO_LABELS = {"nemo-rl": "NeMo-RL repo", "verl": "verl repo"}
@@ -179,7 +179,7 @@ def recorded_verdict(run_dir: Path) -> dict[str, Any] | None:
     """The verdict recorded at the run's end (``triage.json``), or None while the run is live or
     when the run predates recorded verdicts."""
     state = _state(run_dir)
-    if state.get("status") not in ("passed", "failed", "blocked", "cancelled"):
+    if not is_finished(state):
         return None
     triage = read_json(run_dir / "triage.json", None)
     if not isinstance(triage, dict) or not all(k in triage for k in RECORDED_KEYS):
@@ -199,7 +199,7 @@ def render_json(
     if v is None:
         v = dict(run_verdict(run_dir))
         state = _state(run_dir)
-        if state.get("status") in ("passed", "failed", "blocked", "cancelled") and state.get("verdict"):
+        if is_finished(state) and state.get("verdict"):
             v["verdict"] = state["verdict"]
     spec = read_json(run_dir / "spec.json", {}) or {}
     plan = read_json(run_dir / "plan.json", {}) or {}

@@ -24,6 +24,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from console.triage.rules import CLASS_IDS
+
 SPLITS = ("tuning", "heldout")
 FIELDS = ("id", "source_url", "framework", "log_excerpt", "expected_class", "expected_verdict", "resolution")
 FRAMEWORKS = (
@@ -43,32 +45,7 @@ FRAMEWORKS = (
     "pytorch",
     "nccl",
 )
-CLASSES = (
-    "rocr_visible_devices",
-    "hf_rate_limit",
-    "hf_offline_missing",
-    "no_space",
-    "missing_dependency",
-    "bridge_import",
-    "container_venv_mismatch",
-    "ray_cluster",
-    "nccl",
-    "config_error",
-    "tp_accuracy_guard",
-    "data_missing",
-    "cuda_oom",
-    "cuda_graph_crash",
-    "cuda_error",
-    "catalog_drift",
-    "cancelled",
-    "checkpoint_failure",
-    "metric_failure",
-    "generation_failure",
-    "teardown_crash",
-    "hang",
-    "unknown_error",
-    "pass",
-)
+CLASSES = (*CLASS_IDS, "pass")  # the triage classes, and "pass" for a successful run
 VERDICTS = ("Pass", "Fail", "Blocked", "Cancelled")
 URL_RE = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/(issues|pull|discussions)/[0-9]+$")
 DEFAULT_SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "triage-corpus" / "cases.jsonl"

@@ -7,30 +7,15 @@ Every pattern describes a library's message family (as its source prints it), no
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from console.triage.scan import triage_files
+sys.path.insert(0, str(Path(__file__).parent))
+from triage_helpers import REAL, primary, tri, tri_text  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
-
-REAL = Path(__file__).parent / "fixtures" / "triage" / "real"
-
-
-def tri(name: str, exit_code: int | None = None) -> dict:
-    return triage_files([REAL / f"{name}.log"], exit_code=exit_code)
-
-
-def tri_text(tmp_path: Path, text: str, exit_code: int | None = None) -> dict:
-    path = tmp_path / "x.log"
-    path.write_text(text)
-    return triage_files([path], exit_code=exit_code)
-
-
-def primary(res: dict) -> tuple[str, str | None, str | None]:
-    p = res["primary"] or {}
-    return res["verdict"], p.get("class"), p.get("rule")
 
 
 @pytest.mark.parametrize("name", ["ray_version_mismatch_job", "ray_version_mismatch_runtime_env_pip"])

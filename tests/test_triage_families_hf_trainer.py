@@ -8,26 +8,23 @@ zero loss next to a NaN grad norm is a dead update; a NaN grad norm next to a re
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from console.triage.scan import triage_files
 
+sys.path.insert(0, str(Path(__file__).parent))
+from triage_helpers import REAL, primary  # noqa: E402
+
 pytestmark = pytest.mark.timeout(60)
-
-REAL = Path(__file__).parent / "fixtures" / "triage" / "real"
-
-
-def _primary(res: dict) -> tuple[str, str | None, str | None]:
-    p = res["primary"] or {}
-    return res["verdict"], p.get("class"), p.get("rule")
 
 
 def test_zero_loss_with_nan_grad_norm_is_a_metric_failure() -> None:
     res = triage_files([REAL / "hf_trainer_zero_loss_nan_grad_norm.log"])
     # the rule, or the metric watcher reading the quoted keys (NaN grad norm on consecutive steps)
-    verdict, cls, rule = _primary(res)
+    verdict, cls, rule = primary(res)
     assert (verdict, cls) == ("Fail", "metric_failure")
     assert rule in ("hf_trainer_zero_loss_nan_grad_norm", "metrics:grad_norm_nonfinite")
     rules = {f.get("rule") for f in res["findings"]}
@@ -38,7 +35,7 @@ def test_zero_loss_nan_grad_norm_without_braces_or_other_keys(tmp_path: Path) ->
     # the same dict quoted partly (corpus: a LoRA SFT report pasting only the two keys)
     path = tmp_path / "x.log"
     path.write_text("'loss': 0.000, 'grad_norm': nan\n")
-    assert _primary(triage_files([path]))[:2] == ("Fail", "metric_failure")
+    assert primary(triage_files([path]))[:2] == ("Fail", "metric_failure")
 
 
 def test_a_lone_nan_grad_norm_with_a_real_loss_is_not_this_family(tmp_path: Path) -> None:

@@ -20,12 +20,10 @@ from console.triage.scan import triage_files
 
 pytestmark = pytest.mark.timeout(60)
 
-REAL = Path(__file__).parent / "fixtures" / "triage" / "real"
+sys.path.insert(0, str(Path(__file__).parent))
+from triage_helpers import REAL, tri  # noqa: E402
+
 SOURCES = json.loads((REAL / "sources.json").read_text())
-
-
-def tri(name: str, exit_code: int | None = None) -> dict:
-    return triage_files([REAL / f"{name}.log"], exit_code=exit_code)
 
 
 def test_every_real_fixture_cites_its_source() -> None:

@@ -26,7 +26,7 @@ from console.events import Event, EventBus
 from console.fileio import read_json
 from console.rundir.lockfile import LockFile, is_locked
 from console.rundir.model import State, StepState
-from console.rundir.state import STATUS_BY_VERDICT, read_state, update_state, write_json_atomic
+from console.rundir.state import STATUS_BY_VERDICT, is_finished, read_state, update_state, write_json_atomic
 from console.runs.finalize import record_verdict
 from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.sampling import SamplerThread
@@ -628,7 +628,7 @@ class JobRecorder:
         try:
             while True:
                 state = read_state(self.run_dir)  # FileNotFoundError: the run folder is gone
-                if state.get("status") in ("passed", "failed", "blocked", "cancelled"):
+                if is_finished(state):
                     return state
                 if lock is not None:
                     lock.refresh()
@@ -703,7 +703,7 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
     on reattach (``attach`` after the console, or even the follower, was killed)."""
     run_dir = Path(run_dir).resolve()
     with contextlib.suppress(FileNotFoundError):
-        if read_state(run_dir).get("status") in ("passed", "failed", "blocked", "cancelled"):
+        if is_finished(read_state(run_dir)):
             return None
     if follower_running(run_dir):
         return None
