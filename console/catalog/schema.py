@@ -581,6 +581,28 @@ class ProgressCatalog(TypedDict):
     pattern: list[ProgressPatternEntry]
 
 
+# ---------------------------------------------------------------- stall.toml
+# (console.triage.stall then compiles the regexes)
+
+
+class StallPhase(TypedDict):
+    id: str
+    title: str
+    active: str
+    start: NotRequired[str]
+    done: NotRequired[str]
+    within: NotRequired[int]
+    confidence: NotRequired[float]
+
+
+class StallCatalog(TypedDict):
+    version: NotRequired[int]
+    tail_bytes: int
+    ended: str
+    skip: str
+    phase: list[StallPhase]
+
+
 # Every data file of the catalog folder but the framework catalogs (``[framework]`` files, each a
 # ``FrameworkFile``, checked by ``console.catalog.parse_framework``), with its shape.
 SHAPES: dict[str, Any] = {
@@ -590,5 +612,6 @@ SHAPES: dict[str, Any] = {
     "progress.toml": ProgressCatalog,
     "redaction.toml": RedactionCatalog,
     "slurm.toml": SlurmCatalog,
+    "stall.toml": StallCatalog,
     "triage_rules.toml": TriageRulesCatalog,
 }
