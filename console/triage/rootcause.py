@@ -18,6 +18,8 @@ Rules of the choice (the procedures' "first causal error, not the last traceback
 - A user cancel (verdict Cancelled) wins unless a cause (tier 0) was found before it.
 - Otherwise the primary is the earliest finding of the lowest tier (0 cause, 1 symptom, 2 unknown);
   the other classes found are listed as ``alternatives``.
+- No failure and no completion in a finished log (not exited 0): a log that ends inside a phase that
+  never finished (console/catalog/stall.toml, ``console.triage.stall``) is a ``hang`` (moderate confidence).
 - No failure: "Pass" with completion evidence, otherwise "Incomplete".
 """
 
@@ -100,8 +102,8 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
         candidates = [f for f in decisive if f.transient] or candidates
     if not candidates and not completed and engine.tail and exit_code != 0 and not run_died(engine, None):
         # a finished log that stops inside a phase that never finished (console/catalog/stall.toml)
-        f = stall_finding(engine.tail, engine.source, ["unknown_error"] if died else [])
-        candidates = [f] if f is not None else []
+        stall = stall_finding(engine.tail, engine.source, ["unknown_error"] if died else [])
+        candidates = [stall] if stall is not None else []
         findings.extend(candidates)
     if not candidates and died and (exit_code not in (None, 0) or not completed):
         f = _death_finding(engine, exit_code, ended, Finding)

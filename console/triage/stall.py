@@ -122,7 +122,7 @@ def stall_finding(tail: list[tuple[int, str]], file: str | None, also: list[str]
         "hang",
         "Fail",
         line,
-        redact_text(f"the log ends inside {phase.title} ({CUT_NOTE}): {text.strip()}"[:400]),
+        redact_text(f"the log ends inside {phase.title} ({CUT_NOTE}): {' '.join(text.split())}"[:400]),
         f"stall:{phase.id}",
         file=file,
         confidence=phase.confidence,
