@@ -19,6 +19,7 @@ from console.redact import redact_text
 from console.triage.finding import Finding
 
 CUT_NOTE = "also consistent with: the log was cut while the run was still going"
+NEVER = "(?!)"  # a regex that matches nothing: a phase with no start or done line
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,8 @@ class Phase:
     id: str
     title: str
     active: re.Pattern[str]
-    start: re.Pattern[str] | None
-    done: re.Pattern[str] | None
+    start: re.Pattern[str]
+    done: re.Pattern[str]
     within: int
     confidence: float
 
@@ -41,8 +42,8 @@ def catalog() -> tuple[int, re.Pattern[str], re.Pattern[str], tuple[Phase, ...]]
             p["id"],
             p["title"],
             re.compile(p["active"]),
-            re.compile(p["start"]) if "start" in p else None,
-            re.compile(p["done"]) if "done" in p else None,
+            re.compile(p.get("start", NEVER)),
+            re.compile(p.get("done", NEVER)),
             p.get("within", 1),
             p.get("confidence", 0.5),
         )
@@ -65,20 +66,19 @@ def read_tail(fh: BinaryIO, nlines: int) -> list[tuple[int, str]]:
 
 def _state(phase: Phase, text: str, bars: dict[str, tuple[str, int]]) -> str | None:
     """ "done", "start", "active" or None: what ``text`` says of ``phase``."""
-    if phase.done is not None and phase.done.search(text):
+    if phase.done.search(text):
         return "done"
-    if phase.start is not None and phase.start.search(text):
+    if phase.start.search(text):
         return "start"
     m = phase.active.search(text)
     if m is None:
         return None
     if "n" not in m.groupdict():
         return "active"
-    label, n, total = m.group("label").strip(), int(m.group("n")), int(m.group("total"))
-    before = bars.get(phase.id)
-    bars[phase.id] = (label, n)
-    still = n == 0 or (before is not None and before == (label, n))
-    return "active" if n < total and still else "done"
+    bar, total = (m.group("label").strip(), int(m.group("n"))), int(m.group("total"))
+    still = bar[1] == 0 or bars.get(phase.id) == bar  # not moving: nothing done, or the same n redrawn
+    bars[phase.id] = bar
+    return "active" if bar[1] < total and still else "done"
 
 
 def stalled(tail: list[tuple[int, str]]) -> tuple[Phase, list[tuple[int, str]]] | None:
@@ -107,7 +107,7 @@ def stalled(tail: list[tuple[int, str]]) -> tuple[Phase, list[tuple[int, str]]] 
     ]
     if not found:
         return None
-    last, phase = max(found, key=lambda x: x[0])
+    phase = max(found, key=lambda x: x[0])[1]
     return phase, [lines[i] for i in open_[phase.id][-5:]]
 
 
