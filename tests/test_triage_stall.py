@@ -78,6 +78,11 @@ def test_stall_fixtures_from_other_threads(name: str) -> None:
     assert primary(res) == ("Fail", "hang", f"stall:{SOURCES[name]['phase']}"), res["primary"]
 
 
+@pytest.mark.parametrize("name", [n for n, m in SOURCES.items() if not m["phase"]])
+def test_fixtures_whose_phase_finished_or_process_exited_are_no_hang(name: str) -> None:
+    assert triage_files([STALL / f"{name}.log"])["primary"] is None
+
+
 def test_every_phase_fires_in_two_documents() -> None:
     """No phase is fitted to one log: each is found in at least two documents (corpus cases of either
     split, as test_triage_corpus_own counts rules, and the fixtures)."""
