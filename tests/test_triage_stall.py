@@ -75,7 +75,11 @@ def test_a_finished_log_that_ends_inside_a_phase_is_a_hang(tmp_path: Path, case_
 @pytest.mark.parametrize("name", [n for n, m in SOURCES.items() if m["phase"]])
 def test_stall_fixtures_from_other_threads(name: str) -> None:
     res = triage_files([STALL / f"{name}.log"])
-    assert primary(res) == ("Fail", "hang", f"stall:{SOURCES[name]['phase']}"), res["primary"]
+    phase = SOURCES[name]["phase"]
+    assert primary(res) == ("Fail", "hang", f"stall:{phase}"), res["primary"]
+    assert res["primary"]["advice"] == next(
+        p.advice for p in catalog()[3] if p.id == phase
+    )  # the phase's own
 
 
 @pytest.mark.parametrize("name", [n for n, m in SOURCES.items() if not m["phase"]])

@@ -593,6 +593,7 @@ class StallPhase(TypedDict):
     done: NotRequired[str]
     within: NotRequired[int]
     confidence: NotRequired[float]
+    advice: NotRequired[str]
 
 
 class StallCatalog(TypedDict):

@@ -31,6 +31,7 @@ class Phase:
     done: re.Pattern[str]
     within: int
     confidence: float
+    advice: str | None
 
 
 @cache
@@ -46,6 +47,7 @@ def catalog() -> tuple[int, re.Pattern[str], re.Pattern[str], tuple[Phase, ...]]
             re.compile(p.get("done", NEVER)),
             p.get("within", 1),
             p.get("confidence", 0.5),
+            p.get("advice"),
         )
         for p in data["phase"]
     )
@@ -125,6 +127,7 @@ def stall_finding(tail: list[tuple[int, str]], file: str | None, also: list[str]
         redact_text(f"the log ends inside {phase.title} ({CUT_NOTE}): {' '.join(text.split())}"[:400]),
         f"stall:{phase.id}",
         file=file,
+        advice=phase.advice,
         confidence=phase.confidence,
         lines=[n for n, _ in lines],
         also=also,
