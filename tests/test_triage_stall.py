@@ -72,6 +72,12 @@ def test_a_finished_log_that_ends_inside_a_phase_is_a_hang(tmp_path: Path, case_
     assert p["line"] in p["lines"] and max(p["lines"]) == p["line"]
 
 
+def test_health_and_metrics_polls_after_the_phase_say_nothing(tmp_path: Path) -> None:
+    poll = '(APIServer pid=2019320) INFO:     127.0.0.1:39830 - "GET /metrics HTTP/1.1" 200 OK\n'
+    res = triage_files([_log(tmp_path, "hang-vllm-full-cudagraph-1024-requests-stuck", poll * 3)])
+    assert primary(res) == ("Fail", "hang", "stall:engine_no_throughput")
+
+
 @pytest.mark.parametrize("name", [n for n, m in SOURCES.items() if m["phase"]])
 def test_stall_fixtures_from_other_threads(name: str) -> None:
     res = triage_files([STALL / f"{name}.log"])
