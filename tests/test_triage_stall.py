@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -198,3 +199,15 @@ def test_keyboard_interrupt_then_raylet_check_failed_is_cancelled(tmp_path: Path
     assert "ray_cluster" in [a["class"] for a in res.get("alternatives") or []]
     path.write_text(raylet + "\n")  # the same Ray abort with no interrupt before it is not a cancel
     assert triage_files([path])["verdict"] != "Cancelled"
+
+
+def test_a_log_read_from_a_pipe_is_triaged_without_its_tail(tmp_path: Path) -> None:
+    text = TUNING["hang-megatron-stuck-after-nccl-ring-setup"] + "\n"
+    p = subprocess.run(
+        [sys.executable, "-m", "console", "triage", "--json", "/dev/stdin"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 1 and json.loads(p.stdout)["verdict"] == "Incomplete", p.stderr  # not 2

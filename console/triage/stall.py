@@ -55,7 +55,10 @@ def catalog() -> tuple[int, re.Pattern[str], re.Pattern[str], tuple[Phase, ...]]
 
 
 def read_tail(fh: BinaryIO, nlines: int) -> list[tuple[int, str]]:
-    """The last lines of an open log of ``nlines`` lines, cleaned, numbered as the scan numbers them."""
+    """The last lines of an open log of ``nlines`` lines, cleaned, numbered as the scan numbers them
+    (none from a pipe: its lines are gone)."""
+    if not fh.seekable():
+        return []
     size = fh.seek(0, 2)
     start = fh.seek(max(0, size - catalog()[0]))
     lines = [clean_line(raw) for raw in fh.read().split(b"\n")]
