@@ -211,3 +211,31 @@ def test_a_log_read_from_a_pipe_is_triaged_without_its_tail(tmp_path: Path) -> N
         timeout=60,
     )
     assert p.returncode == 1 and json.loads(p.stdout)["verdict"] == "Incomplete", p.stderr  # not 2
+
+
+def test_the_run_verdict_calls_a_stall_only_for_a_step_that_ended(tmp_path: Path) -> None:
+    from test_report import NEMO_LOGS, make_run, nemo_steps
+
+    from console.triage.verdict import run_verdict
+
+    logs = dict(NEMO_LOGS, **{"l0-grpo-megatron": TUNING["hang-megatron-stuck-after-nccl-ring-setup"] + "\n"})
+    killed = make_run(
+        tmp_path / "killed",
+        "nemo-rl",
+        nemo_steps(),
+        logs,
+        statuses={"l0-grpo-megatron": ("failed", 137)},
+        run_status="failed",
+    )
+    v = run_verdict(killed)
+    assert v["verdict"] == "Fail" and v["primary"]["rule"] == "stall:nccl_init", v["primary"]
+    running = make_run(
+        tmp_path / "running",
+        "nemo-rl",
+        nemo_steps(),
+        logs,
+        statuses={"l0-grpo-megatron": ("running", None)},
+        run_status="running",
+    )
+    v = run_verdict(running)
+    assert v["primary"] is None and v["steps"]["l0-grpo-megatron"]["verdict"] == "Incomplete", v["primary"]
