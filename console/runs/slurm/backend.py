@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import NodeSampler
+from console.runs.slurm.scheduler import JobRecord
 from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
@@ -43,20 +43,6 @@ CURSOR = "follow.json"  # how far the follower has published the logs (a restart
 FOLLOW_LOCK_EXPIRY_S = 60.0  # a fallback follow lock not refreshed for this long is stale
 TICK_S = 0.5  # the running step's log is read this often between Slurm polls
 GIVE_UP_S = 600.0  # a follower stops after this long without an answer from Slurm
-
-
-@dataclass
-class JobStatus:
-    state: str  # Slurm base state (PENDING, RUNNING, COMPLETED, NODE_FAIL, ...) or UNKNOWN
-    reason: str | None = None
-    exit_code: int | None = None
-    nodes: list[str] = field(default_factory=list)
-    signal: int | None = None
-    source: str = "squeue"
-
-    @property
-    def phase(self) -> str:
-        return states.meaning(self.state).phase
 
 
 # ---- submit / poll / cancel -----------------------------------------------------------------
@@ -98,32 +84,25 @@ def submit(run_dir: Path, plan: Any, spec: RunSpec) -> str:
     return job_id
 
 
-def poll(job_id: str) -> JobStatus:
+def poll(job_id: str) -> JobRecord:
     """The job's state: ``squeue`` first; ``scontrol show job`` for the exit code of a finished job;
     ``sacct`` when both have forgotten it (and accounting exists)."""
     rec = scheduler.squeue(job_id)
-    if rec is None or states.meaning(rec.state).phase == "done":
+    if rec is None or rec.phase == "done":
         detail = scheduler.scontrol_job(job_id)
         if detail is not None:
             if rec is not None and not detail.nodes:
                 detail.nodes = rec.nodes
             rec = detail
+    rec = rec or scheduler.sacct(job_id)
     if rec is None:
-        rec = scheduler.sacct(job_id)
-    if rec is None:
-        return JobStatus(
-            state="UNKNOWN",
+        return JobRecord(
+            job_id,
+            "UNKNOWN",
             reason="the job is no longer known to squeue/scontrol and accounting (sacct) is not available",
             source="none",
         )
-    return JobStatus(
-        state=rec.state,
-        reason=rec.reason,
-        exit_code=rec.exit_code,
-        nodes=rec.nodes or [],
-        signal=rec.signal,
-        source=rec.source,
-    )
+    return rec
 
 
 def cancel(job_id: str) -> None:
@@ -334,7 +313,7 @@ class JobRecorder:
                 )
             )
 
-    def _set_job(self, status: JobStatus) -> None:
+    def _set_job(self, status: JobRecord) -> None:
         if status.state == self.last_state and status.reason == self.last_reason:
             return
         self.last_state, self.last_reason = status.state, status.reason
@@ -371,7 +350,7 @@ class JobRecorder:
         )
 
     # ---- the end -------------------------------------------------------------------------
-    def job_decision(self, status: JobStatus) -> tuple[str | None, str | None, str | None]:
+    def job_decision(self, status: JobRecord) -> tuple[str | None, str | None, str | None]:
         """What the job state alone says: (verdict or None when the steps decide, reason, class)."""
         m = states.meaning(status.state)
         reason = self.scheduler_message or status.reason
@@ -400,7 +379,7 @@ class JobRecorder:
         text = "; ".join(x for x in (f"job {status.state}", reason, m.advice) if x)
         return str(m.verdict or "Fail"), text, m.klass
 
-    def _mark_steps(self, verdict: str | None, reason: str | None, status: JobStatus) -> list[Event]:
+    def _mark_steps(self, verdict: str | None, reason: str | None, status: JobRecord) -> list[Event]:
         """Settle the steps the job left unfinished (running -> cancelled/failed, pending -> skipped)."""
         ended = self.now()
         events: list[Event] = []
@@ -500,7 +479,7 @@ class JobRecorder:
         }
 
     def _finish(
-        self, verdict: str | None, reason: str | None, status: JobStatus, class_id: str | None = None
+        self, verdict: str | None, reason: str | None, status: JobRecord, class_id: str | None = None
     ) -> State:
         """The run's end: settle the steps, decide the verdict as a local run would, let the job
         state add what only it knows, write triage.json and the final state."""
@@ -575,7 +554,7 @@ class JobRecorder:
         )
         return state
 
-    def sample_nodes(self, job_id: str, status: JobStatus) -> None:
+    def sample_nodes(self, job_id: str, status: JobRecord) -> None:
         """Point the node sampler (its own thread) at the job while it runs; publish what it found."""
         if self.gpu is None:
             return
