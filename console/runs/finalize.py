@@ -116,22 +116,32 @@ def collect_evidence(
     return copied
 
 
+def primary_finding(
+    class_id: str, verdict: str, evidence: str, rule: str, info: dict[str, Any], line: int = 0, **more: Any
+) -> dict[str, Any]:
+    """A primary finding no log rule made (a full disk, the job state): ``info`` has its class's
+    title, advice and remedy."""
+    return {
+        "class": class_id,
+        "verdict": verdict,
+        "line": line,
+        "evidence": evidence,
+        "advice": info.get("advice"),
+        "title": info.get("title"),
+        "remedy": dict(info.get("remedy") or {"env": {}, "overrides": [], "unset": []}),
+        "rule": rule,
+        **more,
+    }
+
+
 def no_space_primary(evidence: str) -> dict[str, Any]:
     from console.triage.rules import default_catalog
 
-    primary: dict[str, Any] = {
-        "class": "no_space",
-        "verdict": "Blocked",
-        "line": 0,
-        "evidence": evidence,
-        "rule": "supervisor:ENOSPC",
-    }
+    info: dict[str, Any] = {"advice": "Free disk space on the run folder's file system, then rerun."}
     with contextlib.suppress(Exception):
-        info = default_catalog().classes["no_space"]
-        primary.update(advice=info.advice, remedy=dict(info.remedy), title=info.title)
-    primary.setdefault("advice", "Free disk space on the run folder's file system, then rerun.")
-    primary.setdefault("remedy", {"env": {}, "overrides": [], "unset": []})
-    return primary
+        c = default_catalog().classes["no_space"]
+        info = {"advice": c.advice, "remedy": c.remedy, "title": c.title}
+    return primary_finding("no_space", "Blocked", evidence, "supervisor:ENOSPC", info)
 
 
 def record_verdict(

@@ -26,7 +26,7 @@ from console.fileio import read_json
 from console.rundir.lockfile import LockFile, is_locked
 from console.rundir.model import State, StepState
 from console.rundir.state import STATUS_BY_VERDICT, is_finished, read_state, update_state, write_json_atomic
-from console.runs.finalize import record_verdict
+from console.runs.finalize import primary_finding, record_verdict
 from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
@@ -441,20 +441,16 @@ class JobRecorder:
                 if hit is None:
                     continue
                 code = st.get("exit_code")
-                info = states.scheduler_class(lf.class_id) or {}
-                evidence = hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else "")
-                return {
-                    "class": lf.class_id,
-                    "verdict": "Blocked",
-                    "line": hit[0],
-                    "evidence": evidence,
-                    "advice": info.get("advice"),
-                    "title": info.get("title"),
-                    "remedy": {"env": {}, "overrides": [], "unset": []},
-                    "rule": "slurm:launch_failure",
-                    "step": self.steps[i]["name"],
-                    "file": str(path.relative_to(self.run_dir)),
-                }
+                return primary_finding(
+                    lf.class_id,
+                    "Blocked",
+                    hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else ""),
+                    "slurm:launch_failure",
+                    states.scheduler_class(lf.class_id) or {},
+                    line=hit[0],
+                    step=self.steps[i]["name"],
+                    file=str(path.relative_to(self.run_dir)),
+                )
         return None
 
     def _scheduler_primary(self, class_id: str | None, text: str | None, verdict: str) -> dict[str, Any]:
@@ -467,16 +463,7 @@ class JobRecorder:
 
                 c = default_catalog().classes[class_id]
                 info = {"title": c.title, "advice": c.advice}
-        return {
-            "class": class_id or "unknown_error",
-            "verdict": verdict,
-            "line": 0,
-            "evidence": text or "",
-            "advice": info.get("advice"),
-            "title": info.get("title"),
-            "remedy": {"env": {}, "overrides": [], "unset": []},
-            "rule": "slurm:job_state",
-        }
+        return primary_finding(class_id or "unknown_error", verdict, text or "", "slurm:job_state", info)
 
     def _finish(
         self, verdict: str | None, reason: str | None, status: JobRecord, class_id: str | None = None
