@@ -49,21 +49,12 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
     return data
 
 
-def build_default_plan(spec: RunSpec) -> Any:
-    from console.plan import build_plan  # the plan builder lives in another part of the package
-
-    return build_plan(spec)
-
-
 def apply_remedy_unset(plan: dict[str, Any], spec: RunSpec) -> None:
     """A remedy's ``unset`` names reach every step (the plan builder may already have done it)."""
     unset = list((spec.extra.get("remedy") or {}).get("unset") or [])
     for step in plan["steps"]:
         have = list(step.get("unset") or [])
         step["unset"] = have + [u for u in unset if u not in have]
-
-
-SECRETS_ENV = "RL_CONSOLE_SECRETS"  # no longer used to pass secrets (kept for callers that import it)
 
 
 def _secrets(plan: dict[str, Any], base_env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -109,32 +100,37 @@ def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
 def supervisor_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The supervisor's environment: the caller's, without any secret-named variable."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if not is_secret_name(k)}
-    env.pop(SECRETS_ENV, None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def spawn_detached(
+    module: str, run_dir: Path, log: Path, env: dict[str, str], stdin: int = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """``python -m MODULE RUN_DIR`` in its own session, its output appended to ``log``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", module, str(run_dir)],
+            stdin=stdin,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env=env,
+        )
 
 
 def spawn_supervisor(run_dir: Path, secrets: dict[str, Any]) -> int:
     """Start ``python -m console.runs.supervisor RUN_DIR`` detached; the secrets go over its stdin
     (a pipe it reads to the end at start, then replaces with /dev/null). Returns its pid."""
-    with open(run_dir / SUPERVISOR_LOG, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=supervisor_env(),
-            close_fds=True,
-        )
+    proc = spawn_detached(
+        "console.runs.supervisor", run_dir, run_dir / SUPERVISOR_LOG, supervisor_env(), subprocess.PIPE
+    )
     assert proc.stdin is not None
-    try:
+    with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(json.dumps(secrets).encode())
-    except BrokenPipeError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
     return proc.pid
 
 
@@ -143,13 +139,19 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
 
     Returns the run folder as soon as the supervisor process exists.
     """
-    plan_dict = plan_to_dict(plan if plan is not None else build_default_plan(spec))
+    if plan is None:
+        from console.plan import build_plan  # the plan builder lives in another part of the package
+
+        plan = build_plan(spec)
+    plan_dict = plan_to_dict(plan)
     apply_remedy_unset(plan_dict, spec)
     root = Path(runs_dir if runs_dir is not None else spec.runs_dir).expanduser().resolve()
     if root.exists() and not root.is_dir():
         raise SpecError(f"runs folder {root}: not a directory")
-    if spec.launcher == "slurm":
-        _check_slurm_input(spec, plan_dict)
+    if spec.launcher == "slurm":  # refuse bad Slurm options (``--nodes -3``) before a run folder exists
+        from console.runs.slurm.script import sbatch_resource_args
+
+        sbatch_resource_args(spec, plan_dict["steps"], "rlc-check")
     run_dir = create_run_dir(root, spec)  # reserved (empty) under its final name
     # the files are written in a hidden staging folder renamed over the reserved one at once: a
     # console killed mid-way never leaves a visible run folder without state.json
@@ -188,13 +190,6 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
         ),
     )
     return run_dir
-
-
-def _check_slurm_input(spec: RunSpec, plan_dict: dict[str, Any]) -> None:
-    """Refuse bad Slurm options (``--nodes -3``) before a run folder exists (SpecError, exit 2)."""
-    from console.runs.slurm.script import sbatch_resource_args
-
-    sbatch_resource_args(spec, plan_dict["steps"], "rlc-check")
 
 
 def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Path:

@@ -14,7 +14,6 @@ import contextlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -27,12 +26,13 @@ from console.rundir.lockfile import LockFile, is_locked
 from console.rundir.model import State, StepState
 from console.rundir.state import STATUS_BY_VERDICT, is_finished, read_state, update_state, write_json_atomic
 from console.runs.finalize import primary_finding, record_verdict
+from console.runs.launch import spawn_detached
 from console.runs.pipeline import Pipeline, run_outcome
 from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import NodeSampler
 from console.runs.slurm.scheduler import JobRecord
-from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
+from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, render, step_file_stem
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
 
@@ -120,33 +120,6 @@ def cancel_run(run_dir: Path) -> str | None:
 
 
 # ---- following -------------------------------------------------------------------------------
-def job_logs(run_dir: Path, job_id: str, mode: str) -> list[str]:
-    """Logs the job writes on the shared filesystem, relative to the run folder."""
-    logs = [f"logs/slurm-{job_id}.out"]
-    if mode == "ray.sub":
-        logs.append(f"{job_id}-logs/ray-driver.log")
-    return logs
-
-
-def scan_steps(run_dir: Path, steps: list[dict[str, Any]]) -> list[tuple[str, int | None, float | None]]:
-    """Per step, from the files the batch script writes: (status, exit_code, started)."""
-    out: list[tuple[str, int | None, float | None]] = []
-    for i, step in enumerate(steps, start=1):
-        stem = step_file_stem(i, step["name"])
-        log = run_dir / "logs" / f"{stem}.log"
-        code = read_exit(run_dir / "logs" / f"{stem}.exit")
-        started = None
-        with contextlib.suppress(OSError):
-            started = log.stat().st_mtime if code is not None else log.stat().st_ctime
-        if code is not None:
-            out.append(("passed" if code == 0 else "failed", code, started))
-        elif log.exists():
-            out.append(("running", None, started))
-        else:
-            out.append(("pending", None, None))
-    return out
-
-
 class JobRecorder:
     """Brings one Slurm run's state.json/events.jsonl/triage.json up to date; ``step()`` is one poll.
 
@@ -163,21 +136,11 @@ class JobRecorder:
         self.poll_s = poll_s
         self.tick_s = min(tick_s, poll_s)
         self.now = now
-        pd = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
-        self.plan = plan_dict(pd)
+        self.plan: dict[str, Any] = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
         self.steps: list[dict[str, Any]] = self.plan.get("steps") or []
-        spec_path = self.run_dir / "spec.json"
-        self.spec = (
-            RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8")))
-            if spec_path.exists()
-            else RunSpec(launcher="slurm")
-        )
-        sub_path = self.run_dir / SLURM_DIR / "submission.json"
-        self.mode = (
-            json.loads(sub_path.read_text(encoding="utf-8")).get("mode", "srun")
-            if sub_path.exists()
-            else "srun"
-        )
+        spec = read_json(self.run_dir / "spec.json")
+        self.spec = RunSpec.from_dict(spec) if spec is not None else RunSpec(launcher="slurm")
+        self.mode = (read_json(self.run_dir / SLURM_DIR / "submission.json") or {}).get("mode", "srun")
         self.bus = EventBus(self.run_dir / "events.jsonl")
         self.last_state: str | None = None
         self.last_reason: str | None = None
@@ -213,6 +176,23 @@ class JobRecorder:
     def _step_files(self, i: int) -> tuple[Path, Path]:
         stem = step_file_stem(i + 1, self.steps[i]["name"])
         return self.run_dir / "logs" / f"{stem}.log", self.run_dir / "logs" / f"{stem}.exit"
+
+    def _scan(self) -> list[tuple[str, int | None, float | None]]:
+        """Per step, from the files the batch script writes: (status, exit_code, started)."""
+        out: list[tuple[str, int | None, float | None]] = []
+        for i in range(len(self.steps)):
+            log, exit_file = self._step_files(i)
+            code = read_exit(exit_file)
+            started = None
+            with contextlib.suppress(OSError):
+                started = log.stat().st_mtime if code is not None else log.stat().st_ctime
+            if code is not None:
+                out.append(("passed" if code == 0 else "failed", code, started))
+            elif log.exists():
+                out.append(("running", None, started))
+            else:
+                out.append(("pending", None, None))
+        return out
 
     def feed(self, job_over: bool = False) -> None:
         """Feed new log lines of the running step; close each step whose exit file appeared (and,
@@ -279,7 +259,7 @@ class JobRecorder:
                 self.scheduler_message = raw.split("***")[1].strip() if raw.count("***") >= 2 else raw.strip()
 
     def _update_steps(self) -> None:
-        scanned = scan_steps(self.run_dir, self.steps)
+        scanned = self._scan()
         changed = [
             i for i, (new, old) in enumerate(zip(scanned, self.scanned, strict=True)) if new[0] != old[0]
         ]
@@ -318,7 +298,11 @@ class JobRecorder:
             return
         self.last_state, self.last_reason = status.state, status.reason
         phase = status.phase
-        job_logs_rel = job_logs(self.run_dir, self.job_id, self.mode)
+        job_id = self.job_id
+        # the logs the job writes on the shared filesystem, relative to the run folder
+        job_logs = [f"logs/slurm-{job_id}.out"] + (
+            [f"{job_id}-logs/ray-driver.log"] if self.mode == "ray.sub" else []
+        )
 
         def change(s: State) -> None:
             s.update(
@@ -326,7 +310,7 @@ class JobRecorder:
                     "slurm_state": status.state,
                     "slurm_reason": status.reason,
                     "slurm_nodes": status.nodes,
-                    "slurm_logs": job_logs_rel,
+                    "slurm_logs": job_logs,
                 }
             )
             if phase == "active" and s.get("status") == "pending":
@@ -354,11 +338,12 @@ class JobRecorder:
         """What the job state alone says: (verdict or None when the steps decide, reason, class)."""
         m = states.meaning(status.state)
         reason = self.scheduler_message or status.reason
+        asked = read_state(self.run_dir).get("cancel_requested")
         if status.state == "UNKNOWN":
             # forgotten by the scheduler and no accounting: the exit files are the evidence,
             # unless rl-console asked for the cancel (a loaded controller may forget the job
             # before the follower ever saw it CANCELLED)
-            if read_state(self.run_dir).get("cancel_requested"):
+            if asked:
                 return "Cancelled", "cancelled from rl-console", None
             if all(s[0] in ("passed", "failed") for s in self.scanned):
                 return None, None, None
@@ -368,11 +353,9 @@ class JobRecorder:
         if m.verdict == "Fail" and all(s[0] == "pending" for s in self.scanned):
             early = states.failed_before_any_step()
             return str(early.verdict), early.advice, early.klass
-        if m.verdict == "Cancelled" or (
-            read_state(self.run_dir).get("cancel_requested") and status.state == "FAILED"
-        ):
-            if read_state(self.run_dir).get("cancel_requested"):
-                return "Cancelled", "cancelled from rl-console", None
+        if asked and (m.verdict == "Cancelled" or status.state == "FAILED"):
+            return "Cancelled", "cancelled from rl-console", None
+        if m.verdict == "Cancelled":
             return "Cancelled", "; ".join(x for x in (f"job {status.state}", reason) if x), None
         if status.state == "FAILED":
             return None, None, None  # the batch script exited with its failed step's code
@@ -663,7 +646,7 @@ def _is_follower(pid: int, run_dir: Path) -> bool:
     return b"console.runs.slurm.follow" in argv and os.fsencode(str(run_dir)) in argv
 
 
-def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | None:
+def start_follower(run_dir: Path) -> int | None:
     """Start the detached follower (``python -m console.runs.slurm.follow RUN_DIR``) unless one runs
     or the run is over. Returns its pid, or None when nothing was started. Used by ``start_run`` and
     on reattach (``attach`` after the console, or even the follower, was killed)."""
@@ -678,15 +661,7 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
         if pid and _is_follower(int(pid), run_dir):
             return None  # started a moment ago, not holding its lock yet
     (run_dir / SLURM_DIR).mkdir(exist_ok=True)
-    with open(run_dir / SLURM_DIR / FOLLOW_LOG, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "console.runs.slurm.follow", str(run_dir)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
-        )
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = spawn_detached("console.runs.slurm.follow", run_dir, run_dir / SLURM_DIR / FOLLOW_LOG, env)
     update_state(run_dir, lambda s: s.update({"follower_pid": proc.pid}))
     return proc.pid
