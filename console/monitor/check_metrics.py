@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import operator
 import signal
 import statistics
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from console.errors import ConsoleError
@@ -48,13 +49,7 @@ class CheckResult:
     refused: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "passed": self.passed,
-            "message": self.message,
-            "value": self.value,
-            "refused": self.refused,
-        }
+        return asdict(self)
 
 
 # ------------------------------------------------------------------ helpers (NeMo-RL semantics)
@@ -66,16 +61,9 @@ def _values(value: Any) -> list[float]:
     raise TypeError(f"expected a {{step: value}} mapping, got {type(value).__name__}")
 
 
-def _min(*args: Any) -> float:
-    if len(args) == 1:
-        return min(_values(args[0]))
-    return min(float(a) for a in args)
-
-
-def _max(*args: Any) -> float:
-    if len(args) == 1:
-        return max(_values(args[0]))
-    return max(float(a) for a in args)
+def _extreme(pick: Callable[[Iterable[float]], float]) -> Callable[..., float]:
+    """``min``/``max`` of a {step: value} mapping's values, or of the arguments."""
+    return lambda *args: pick(_values(args[0]) if len(args) == 1 else (float(a) for a in args))
 
 
 def _range_values(value: dict[str, Any], range_start: int, range_end: int) -> list[float]:
@@ -122,8 +110,8 @@ def _round(x: Any, ndigits: int | None = None) -> Any:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "min": _min,
-    "max": _max,
+    "min": _extreme(min),
+    "max": _extreme(max),
     "mean": _mean,
     "median": _median,
     "ratio_above": _ratio_above,
@@ -320,32 +308,23 @@ def _eval(node: ast.AST, data: Any) -> Any:
     raise RefusedExpression(f"refused: {type(node).__name__}")  # unreachable after validate()
 
 
-class _CpuLimit:
+@contextlib.contextmanager
+def _cpu_limit(seconds: float) -> Iterator[None]:
     """Raise RefusedExpression after ``seconds`` of CPU time (ITIMER_VIRTUAL), main thread only."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.armed = False
-        self.previous: Any = None
+    def fire(_signum: int, _frame: object) -> None:
+        raise RefusedExpression(f"refused: the check used more than {seconds:g} s of CPU")
 
-    def _fire(self, _signum: int, _frame: object) -> None:
-        raise RefusedExpression(f"refused: the check used more than {self.seconds:g} s of CPU")
-
-    def __enter__(self) -> _CpuLimit:
-        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-            self.previous = signal.signal(signal.SIGVTALRM, self._fire)
-            signal.setitimer(signal.ITIMER_VIRTUAL, self.seconds)
-            self.armed = True
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.armed:
-            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-            signal.signal(signal.SIGVTALRM, self.previous or signal.SIG_DFL)
-
-
-def _cpu_limit(seconds: float) -> _CpuLimit:
-    return _CpuLimit(seconds)
+    previous = signal.signal(signal.SIGVTALRM, fire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous or signal.SIG_DFL)
 
 
 def _value_expr(check: str) -> str:
