@@ -58,19 +58,14 @@ class Answer:
         return self.status == OK
 
 
-def _status(err: BaseException) -> str:
-    for cls in type(err).__mro__:
-        if cls.__name__ in _STATUS_BY_ERROR:
-            return _STATUS_BY_ERROR[cls.__name__]
-    return ERROR
+def _by_class(err: BaseException, table: dict[str, str], default: str) -> str:
+    """``table``'s entry for the first of ``err``'s classes (by name) it has."""
+    return next((table[c.__name__] for c in type(err).__mro__ if c.__name__ in table), default)
 
 
 def init_reason(err: BaseException) -> str:
     """Why ``nvmlInit`` failed, in one line."""
-    for cls in type(err).__mro__:
-        if cls.__name__ in _INIT_REASONS:
-            return _INIT_REASONS[cls.__name__]
-    return f"NVML unavailable: {err}"
+    return _by_class(err, _INIT_REASONS, f"NVML unavailable: {err}")
 
 
 class Nvml:
@@ -117,7 +112,7 @@ class Nvml:
         try:
             return Answer(fn(*args))
         except Exception as e:  # noqa: BLE001 - every NVMLError becomes a status
-            status = _status(e)
+            status = _by_class(e, _STATUS_BY_ERROR, ERROR)
             if status == NO_FUNCTION:
                 self._note_missing(name)
             return Answer(None, status, f"{name}: {e}")
