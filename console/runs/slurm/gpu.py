@@ -52,26 +52,30 @@ def _num(text: str) -> float | None:
         return None
 
 
+def _bytes(mib: float | None) -> int | None:
+    return int(mib * 2**20) if mib is not None else None
+
+
+def _device(
+    index: int,
+    name: str | None,
+    uuid: str | None,
+    used_mib: float | None,
+    total_mib: float | None,
+    util: float | None,
+) -> dict[str, Any]:
+    """One device in the ``gpu`` event shape (memory in bytes)."""
+    mem = {"mem_used": _bytes(used_mib), "mem_total": _bytes(total_mib)}
+    return {"index": index, "name": name, "uuid": uuid, **mem, "util": util, "procs": []}
+
+
 def parse_nvidia_smi_csv(text: str) -> list[dict[str, Any]]:
-    """``index, name, uuid, memory.used, memory.total, utilization.gpu`` (MiB, %) -> device dicts
-    in the ``gpu`` event shape (memory in bytes)."""
+    """``index, name, uuid, memory.used, memory.total, utilization.gpu`` (MiB, %) -> device dicts."""
     devices = []
     for line in text.splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) < 6 or not fields[0].isdigit():
-            continue
-        used, total, util = _num(fields[3]), _num(fields[4]), _num(fields[5])
-        devices.append(
-            {
-                "index": int(fields[0]),
-                "name": fields[1],
-                "uuid": fields[2],
-                "mem_used": int(used * 2**20) if used is not None else None,
-                "mem_total": int(total * 2**20) if total is not None else None,
-                "util": util,
-                "procs": [],
-            }
-        )
+        f = [f.strip() for f in line.split(",")]
+        if len(f) >= 6 and f[0].isdigit():
+            devices.append(_device(int(f[0]), f[1], f[2], _num(f[3]), _num(f[4]), _num(f[5])))
     return devices
 
 
@@ -96,22 +100,13 @@ def parse_ray_prometheus(text: str) -> dict[str, list[dict[str, Any]]]:
         if "GpuIndex" not in labels or not labels["GpuIndex"].isdigit():
             continue
         ip = labels.get("ip") or labels.get("NodeAddress") or "?"
-        dev = nodes.setdefault(ip, {}).setdefault(
-            int(labels["GpuIndex"]),
-            {
-                "index": int(labels["GpuIndex"]),
-                "name": labels.get("GpuDeviceName"),
-                "uuid": None,
-                "mem_used": None,
-                "mem_total": None,
-                "util": None,
-                "procs": [],
-            },
-        )
+        index = int(labels["GpuIndex"])
+        devs = nodes.setdefault(ip, {})
+        dev = devs.setdefault(index, _device(index, labels.get("GpuDeviceName"), None, None, None, None))
         if name == "ray_node_gram_used":
-            dev["mem_used"] = int(value * 2**20)
+            dev["mem_used"] = _bytes(value)
         elif name == "ray_node_gram_available":
-            dev["_avail"] = int(value * 2**20)
+            dev["_avail"] = _bytes(value)
         else:
             dev["util"] = value
     out = {}
@@ -222,7 +217,6 @@ class NodeSampler:
         self._gpu_said: dict[str, str] = {}
         self._addrs: dict[str, str] = {}  # node name -> NodeAddr (scontrol show node)
         self._addrs_asked = False
-        self.samples = 0
         self.step: str | None = None  # set by SamplerThread; the follower names the step itself
         self._target: tuple[str, int, tuple[str, ...]] | None = None
 
@@ -380,16 +374,10 @@ class NodeSampler:
                 ev = self._gpu_event(node, ray[node], None, "ray", queried)
             elif probe is not None:
                 devices = parse_nvidia_smi_csv("\n".join(probe.gpu_lines)) if probe.gpu_rc == 0 else []
-                reason = (
-                    f"no GPU ({probe.no_gpu})"
-                    if probe.no_gpu
-                    else (
-                        None
-                        if devices
-                        else f"{self.query[0]} exited {probe.gpu_rc}: "
-                        + (probe.gpu_lines[0][:160] if probe.gpu_lines else "no output")
-                    )
-                )
+                said = probe.gpu_lines[0][:160] if probe.gpu_lines else "no output"
+                reason = f"{self.query[0]} exited {probe.gpu_rc}: {said}" if not devices else None
+                if probe.no_gpu:
+                    reason = f"no GPU ({probe.no_gpu})"
                 ev = self._gpu_event(node, devices, reason, "srun", queried)
             elif failed is not None:
                 ev = self._gpu_event(node, None, f"no sample: {failed}", "srun", queried)
@@ -399,5 +387,4 @@ class NodeSampler:
                 events.append(ev)
         if failed:
             print(f"rl-console follow: node sampling: {failed}", file=sys.stderr, flush=True)
-        self.samples += 1
         return events
