@@ -24,6 +24,7 @@ from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
 from console.rundir.model import State
+from console.rundir.state import read_state
 from console.runs.sampling import SamplerThread
 from console.triage.engine import TriageEngine
 from console.triage.fastscan import GatedFeed
@@ -110,22 +111,25 @@ class StepMonitor:
         if lines and not self.progress_only:
             self.stall.activity()
         for line in lines:
-            loud = line.lineno > self.quiet_through
-            if self.parser is not None:
-                for ev in self.fence["parser"].call(self.parser.feed, line.text) or []:
-                    ev.step = self.name
-                    if loud:
-                        self.bus.publish(ev)
-                    if ev.type in self.stall.PROGRESS_TYPES:
-                        self.stall.activity()
-            if self.triage is not None:
-                for finding in self.fence["triage"].call(self.triage.feed, line.lineno, line.text) or []:
-                    data = dict(finding)
-                    data.setdefault("line", line.lineno)
-                    if loud:
-                        self.bus.publish(Event("finding", self.name, data))
+            self._feed(line.lineno, line.text, loud=line.lineno > self.quiet_through)
         self._check_stall()
         return len(lines)
+
+    def _feed(self, lineno: int, text: str, loud: bool) -> None:
+        """One line through the parser and the triage engine; ``loud``: publish what they said."""
+        if self.parser is not None:
+            for ev in self.fence["parser"].call(self.parser.feed, text) or []:
+                ev.step = self.name
+                if loud:
+                    self.bus.publish(ev)
+                if ev.type in self.stall.PROGRESS_TYPES:
+                    self.stall.activity()
+        if self.triage is not None:
+            for finding in self.fence["triage"].call(self.triage.feed, lineno, text) or []:
+                data = dict(finding)
+                data.setdefault("line", lineno)
+                if loud:
+                    self.bus.publish(Event("finding", self.name, data))
 
     def _check_stall(self) -> None:
         hang = self.stall.check()
@@ -145,14 +149,7 @@ class StepMonitor:
                 break
         tail = self.fence["tail"].call(lambda: self.tailer.pending_text) if self.tailer else None
         if tail:  # an unterminated last line is a line too, once the step has ended
-            lineno = self.tailer.lineno + 1
-            if self.parser is not None:
-                for ev in self.fence["parser"].call(self.parser.feed, tail) or []:
-                    ev.step = self.name
-                    self.bus.publish(ev)
-            if self.triage is not None:
-                for finding in self.fence["triage"].call(self.triage.feed, lineno, tail) or []:
-                    self.bus.publish(Event("finding", self.name, {"line": lineno, **dict(finding)}))
+            self._feed(self.tailer.lineno + 1, tail, loud=True)
         result = None
         if self.engine is not None:
             result = self.fence["triage"].call(self.engine.result, exit_code)
@@ -265,8 +262,6 @@ def run_outcome(
 ) -> tuple[str, dict[str, Any] | None]:
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
-    from console.rundir.state import read_state
-
     triage = final_triage(run_dir, step_results)
     return decide_verdict(read_state(run_dir), steps, triage), triage
 
@@ -278,6 +273,6 @@ def decide_verdict(state: State, steps: list[dict[str, Any]], triage: dict[str, 
         for s, plan_step in zip(state["steps"], steps, strict=False)
     )
     tri = (triage or {}).get("verdict")
-    if tri == "Fail" or tri == "Blocked":
-        return "Fail" if tri == "Fail" else "Blocked"
+    if tri in ("Fail", "Blocked"):
+        return str(tri)
     return "Pass" if stopping_ok else "Fail"
