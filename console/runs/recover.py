@@ -25,7 +25,7 @@ RECHECK_S = 3.0  # a lost run whose step still runs is scanned for again after t
 _STILL_RUNNING: dict[str, float] = {}
 
 
-def supervisor_lost(state: State, run_dir: Path | None = None) -> bool:
+def supervisor_lost(state: State, run_dir: Path) -> bool:
     """True when the run is not finished and its supervisor is gone: the recorded one is no longer
     the same process, or none was recorded ``START_GRACE_S`` after the run was created (the console
     that launched it died first)."""
@@ -33,10 +33,6 @@ def supervisor_lost(state: State, run_dir: Path | None = None) -> bool:
         return False
     if not state.get("supervisor_pid"):
         return time.time() - float(state.get("created") or 0) > START_GRACE_S
-    if run_dir is None:
-        from console.monitor.procs import same_process
-
-        return not same_process(state.get("supervisor_pid"), state.get("supervisor_create_time"))
     return not supervisor_alive(state, Path(run_dir))
 
 

@@ -63,15 +63,9 @@ def pacing(lines: list[bytes], speed: float) -> list[float]:
     delays: list[float] = []
     prev: float | None = None
     for t in times:
-        if t is None or prev is None:
-            delays.append(0.0 if prev is None and not delays else 0.0)
-        else:
-            gap = t - prev
-            if gap < 0:  # clock-of-day wrapped past midnight, or out-of-order lines
-                gap = 0.0
-            delays.append(min(gap, MAX_GAP_S) / speed)
-        if t is not None:
-            prev = t
+        # a negative gap: the clock of day wrapped past midnight, or out-of-order lines
+        delays.append(0.0 if t is None or prev is None else min(max(t - prev, 0.0), MAX_GAP_S) / speed)
+        prev = t if t is not None else prev
     return delays
 
 
