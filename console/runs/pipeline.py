@@ -242,6 +242,12 @@ class Pipeline:
 
 
 # ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------
+def step_reason(result: dict[str, Any] | None) -> str | None:
+    """A failed step's reason: its triage primary's class and evidence (None without one)."""
+    primary = (result or {}).get("primary") or {}
+    return f"{primary['class']}: {str(primary.get('evidence', ''))[:200]}" if primary.get("class") else None
+
+
 def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The run's triage JSON (``triage.json``): the verdict engine over the run folder; when that
     fails, the first failing step's own triage (else the last step's)."""

@@ -40,7 +40,7 @@ from console.runs.finalize import (
     no_space_primary,
     record_verdict,
 )
-from console.runs.pipeline import Pipeline, decide_verdict, final_triage
+from console.runs.pipeline import Pipeline, decide_verdict, final_triage, step_reason
 from console.runs.stepwrap import exit_status, read_exit, write_exit
 
 TICK_S = 0.2
@@ -225,10 +225,7 @@ class Supervisor:
         elif self.no_space is None and code != 0 and disk_nearly_full(self.run_dir):
             self.no_space = f"step {name} exited with code {code} and the run folder's disk is full"
         status = "cancelled" if self.cancelled else ("passed" if code == 0 else "failed")
-        reason = None
-        if status == "failed" and result and result.get("primary"):
-            reason = f"{result['primary'].get('class')}: {str(result['primary'].get('evidence', ''))[:200]}"
-
+        reason = step_reason(result) if status == "failed" else None
         if status == "failed" and self.no_space and not reason:
             reason = f"no_space: {self.no_space}"
 
@@ -316,7 +313,7 @@ class Supervisor:
             update_state(self.run_dir, _steps_cancelled)  # the verdict below sees the steps' end
         else:
             state = read_state(self.run_dir)
-            triage = self._triage()
+            triage = final_triage(self.run_dir, self.pipeline.step_results)  # as the Slurm follower does
             verdict = decide_verdict(state, self.steps, triage)
         try:
             record_verdict(self.run_dir, verdict, triage=triage)
@@ -365,9 +362,6 @@ class Supervisor:
             record_verdict(self.run_dir, "Blocked", primary=primary, reason="no_space")
         self._end_state("Blocked", error=f"no_space: {why}")
         return 0
-
-    def _triage(self) -> dict[str, Any] | None:
-        return final_triage(self.run_dir, self.pipeline.step_results)  # shared with the Slurm follower
 
 
 def _steps_cancelled(state: State) -> None:

@@ -1,11 +1,8 @@
 """The Slurm launcher backend: submit a plan, poll the job, cancel it, follow it to its verdict.
 
-``submit`` writes the script into ``<run_dir>/slurm/`` and calls ``sbatch``; ``follow`` (run detached
-by ``python -m console.runs.slurm.follow RUN_DIR``) runs the steps' logs through the local
-supervisor's pipeline (progress, metrics, findings, hang) and keeps ``state.json``, ``events.jsonl``
-and, at the end, ``triage.json`` up to date from the logs, the exit files the steps write and
-``squeue``/``scontrol``/``sacct``, until the job ends. The job id lives in ``state.json``
-(``slurm_job_id``), so any console can reattach later.
+``submit`` writes the script into ``<run_dir>/slurm/`` and calls ``sbatch``; ``follow`` (detached:
+``python -m console.runs.slurm.follow RUN_DIR``) keeps the run folder up to date until the job ends.
+The job id lives in ``state.json`` (``slurm_job_id``), so any console can reattach later.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from console.rundir.model import State, StepState
 from console.rundir.state import STATUS_BY_VERDICT, is_finished, read_state, update_state, write_json_atomic
 from console.runs.finalize import primary_finding, record_verdict
 from console.runs.launch import spawn_detached
-from console.runs.pipeline import Pipeline, run_outcome
+from console.runs.pipeline import Pipeline, run_outcome, step_reason
 from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import NodeSampler
@@ -46,11 +43,12 @@ GIVE_UP_S = 600.0  # a follower stops after this long without an answer from Slu
 
 
 # ---- submit / poll / cancel -----------------------------------------------------------------
-def write_submission(run_dir: Path, sub: Submission) -> Path:
-    """Save the generated script (and the submission line) in ``<run_dir>/slurm/``."""
-    d = Path(run_dir) / SLURM_DIR
+def write_submission(run_dir: Path, sub: Submission) -> dict[str, Any]:
+    """Save the generated script, the submission line and ``submission.json`` (returned) in
+    ``<run_dir>/slurm/``."""
+    d = run_dir / SLURM_DIR
     d.mkdir(parents=True, exist_ok=True)
-    (Path(run_dir) / "logs").mkdir(exist_ok=True)
+    (run_dir / "logs").mkdir(exist_ok=True)
     script = d / sub.script_name
     script.write_text(sub.script_text, encoding="utf-8")
     script.chmod(0o755)
@@ -58,29 +56,27 @@ def write_submission(run_dir: Path, sub: Submission) -> Path:
         "#!/bin/bash\n# How rl-console submitted this run (secrets masked).\n" + sub.command_text() + "\n",
         encoding="utf-8",
     )
-    write_json_atomic(
-        d / "submission.json",
-        {
-            "mode": sub.mode,
-            "script": f"{SLURM_DIR}/{sub.script_name}",
-            "sbatch_args": sub.sbatch_args,
-            "cwd": sub.cwd,
-            "env": {k: v for k, v in sub.env.items()},
-            "warnings": sub.warnings,
-        },
-    )
-    return script
+    record = {
+        "mode": sub.mode,
+        "script": f"{SLURM_DIR}/{sub.script_name}",
+        "sbatch_args": sub.sbatch_args,
+        "cwd": sub.cwd,
+        "env": dict(sub.env),
+        "warnings": sub.warnings,
+    }
+    write_json_atomic(d / "submission.json", record)
+    return record
 
 
 def submit(run_dir: Path, plan: Any, spec: RunSpec) -> str:
     """Generate, save and ``sbatch`` the plan; return the job id. The caller stores it in state.json."""
     run_dir = Path(run_dir).resolve()
     sub = render(run_dir, plan, spec)
-    write_submission(run_dir, sub)
+    record = write_submission(run_dir, sub)
     job_id = scheduler.sbatch(sub.sbatch_args, env={**sub.env, **sub.secret_env}, cwd=sub.cwd or str(run_dir))
-    record = json.loads((run_dir / SLURM_DIR / "submission.json").read_text(encoding="utf-8"))
-    record.update(job_id=job_id, submitted=time.time())
-    write_json_atomic(run_dir / SLURM_DIR / "submission.json", record)
+    write_json_atomic(
+        run_dir / SLURM_DIR / "submission.json", {**record, "job_id": job_id, "submitted": time.time()}
+    )
     return job_id
 
 
@@ -105,17 +101,12 @@ def poll(job_id: str) -> JobRecord:
     return rec
 
 
-def cancel(job_id: str) -> None:
-    """``scancel`` the job (a finished job is not an error)."""
-    scheduler.scancel(str(job_id))
-
-
 def cancel_run(run_dir: Path) -> str | None:
     """Mark the run cancel-requested and ``scancel`` its job; returns the job id (None if never submitted)."""
     state = update_state(Path(run_dir), lambda s: s.update({"cancel_requested": True}))
     job_id = state.get("slurm_job_id")
     if job_id:
-        cancel(str(job_id))
+        scheduler.scancel(str(job_id))  # a finished job is not an error
     return job_id
 
 
@@ -221,11 +212,8 @@ class JobRecorder:
             result = None
             with contextlib.suppress(Exception):
                 result = self.pipeline.end_step(code)
-            primary = (result or {}).get("primary") or {}
-            if code not in (0, None) and primary.get("class"):
-                self.step_reasons[self.feed_index] = (
-                    f"{primary.get('class')}: {str(primary.get('evidence', ''))[:200]}"
-                )
+            if code not in (0, None) and (reason := step_reason(result)):
+                self.step_reasons[self.feed_index] = reason
             self.feed_index += 1
 
     def _save_cursor(self) -> None:
@@ -252,9 +240,7 @@ class JobRecorder:
         self.out_offset += end + 1
         for raw in chunk[: end + 1].decode("utf-8", "replace").splitlines():
             if "[NRL_PHASE]" in raw:
-                self.bus.publish(
-                    Event("phase", None, {"name": raw.split("]", 3)[-1].strip(), "source": "ray.sub"})
-                )
+                self._say("phase", None, name=raw.split("]", 3)[-1].strip(), source="ray.sub")
             elif "slurmstepd" in raw and "***" in raw:
                 self.scheduler_message = raw.split("***")[1].strip() if raw.count("***") >= 2 else raw.strip()
 
@@ -285,13 +271,10 @@ class JobRecorder:
         for i in changed:
             status, code, _ = scanned[i]
             reason = self.step_reasons.get(i) if status == "failed" else None
-            self.bus.publish(
-                Event(
-                    "step_state",
-                    self.steps[i]["name"],
-                    {"status": status, "exit_code": code, "reason": reason},
-                )
-            )
+            self._say("step_state", self.steps[i]["name"], status=status, exit_code=code, reason=reason)
+
+    def _say(self, type_: str, step: str | None, **data: Any) -> None:
+        self.bus.publish(Event(type_, step, data))
 
     def _set_job(self, status: JobRecord) -> None:
         if status.state == self.last_state and status.reason == self.last_reason:
@@ -319,18 +302,14 @@ class JobRecorder:
 
         update_state(self.run_dir, change)
         text = f"slurm {status.state}" + (f" ({status.reason})" if status.reason else "")
-        self.bus.publish(
-            Event(
-                "phase",
-                None,
-                {
-                    "name": text,
-                    "slurm_state": status.state,
-                    "reason": status.reason,
-                    "nodes": status.nodes,
-                    "source": "slurm",
-                },
-            )
+        self._say(
+            "phase",
+            None,
+            name=text,
+            slurm_state=status.state,
+            reason=status.reason,
+            nodes=status.nodes,
+            source="slurm",
         )
 
     # ---- the end -------------------------------------------------------------------------
@@ -515,12 +494,8 @@ class JobRecorder:
             )
 
         state = update_state(self.run_dir, change)
-        self.bus.publish(
-            Event(
-                "run_state",
-                None,
-                {"status": final_status, "verdict": verdict, "slurm_state": status.state, "reason": reason},
-            )
+        self._say(
+            "run_state", None, status=final_status, verdict=verdict, slurm_state=status.state, reason=reason
         )
         return state
 
@@ -554,7 +529,7 @@ class JobRecorder:
             self.never_since = self.never_since or self.now()
             if self.now() - self.never_since >= states.pending_grace_s():
                 with contextlib.suppress(scheduler.SlurmError):
-                    cancel(job_id)
+                    scheduler.scancel(job_id)
                 return self._finish(
                     "Blocked", states.pending_advice(str(status.reason)), status, "scheduler_stop"
                 )
