@@ -413,6 +413,7 @@ def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
     out_file = str(run_dir / "logs" / "slurm-%j.out")
     resources = sbatch_resource_args(spec, steps, job_name)
     warnings: list[str] = []
+    env: dict[str, str] = {}
     if mode == "srun":
         prefix = ["srun", "--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1"]
         if spec.slurm.cpus_per_task:  # srun does not inherit it from sbatch (Slurm >= 22.05)
@@ -423,60 +424,38 @@ def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
                 f"--container-mounts={','.join(container_mounts(spec, run_dir))}",
             ]
         where = "in the container " if spec.slurm.container else ""
-        text = _runner(
-            pd,
-            spec,
-            run_dir,
-            prefix,
-            [f"# Each step runs as one srun task {where}on the first node of the allocation."],
-            workdir_flag=bool(spec.slurm.container),
-        )
+        header = f"# Each step runs as one srun task {where}on the first node of the allocation."
+        text = _runner(pd, spec, run_dir, prefix, [header], workdir_flag=bool(spec.slurm.container))
         if spec.slurm.nodes > 1:
             warnings.append(
                 "srun mode runs each step on the first node of the allocation; multi-node "
                 "NeMo-RL runs should use ray.sub (--framework nemo-rl, a checkout with ray.sub, "
                 "--container)"
             )
-        script_path = run_dir / "slurm" / "job.sbatch"
-        args = [
-            *resources,
-            f"--output={out_file}",
-            "--no-requeue",
-            "--kill-on-invalid-dep=yes",
-            f"--chdir={run_dir}",
-            str(script_path),
-        ]
-        return Submission(
-            mode="srun",
-            script_name="job.sbatch",
-            script_text=text,
-            sbatch_args=args,
-            secret_env=secrets,
-            warnings=warnings,
-        )
-    # ray.sub mode: the driver script runs inside the head container, steps without srun
-    ray_sub = ray_sub_path(spec)
-    assert ray_sub is not None
-    header = ["# Runs inside the Ray head container started by ray.sub (COMMAND)."]
-    text = _runner(pd, spec, run_dir, [], header)
-    driver = run_dir / "slurm" / "driver.sh"
-    gpus = gpus_per_node(spec, steps)
-    env = {
-        "COMMAND": shlex.join(["bash", str(driver)]),
-        "CONTAINER": str(spec.slurm.container),
-        "MOUNTS": ",".join(container_mounts(spec, run_dir)),
-        "BASE_LOG_DIR": str(run_dir),
-    }
-    if gpus:
-        env["GPUS_PER_NODE"] = str(gpus)
-    args = [*resources, f"--output={out_file}", "--no-requeue", str(ray_sub)]
+        script_name, cwd = "job.sbatch", None
+        target = ["--kill-on-invalid-dep=yes", f"--chdir={run_dir}", str(run_dir / "slurm" / script_name)]
+    else:  # ray.sub mode: the driver script runs inside the head container, steps without srun
+        ray_sub = ray_sub_path(spec)
+        assert ray_sub is not None
+        header = "# Runs inside the Ray head container started by ray.sub (COMMAND)."
+        text = _runner(pd, spec, run_dir, [], [header])
+        script_name, cwd = "driver.sh", str(Path(spec.repo or "."))
+        env = {
+            "COMMAND": shlex.join(["bash", str(run_dir / "slurm" / script_name)]),
+            "CONTAINER": str(spec.slurm.container),
+            "MOUNTS": ",".join(container_mounts(spec, run_dir)),
+            "BASE_LOG_DIR": str(run_dir),
+        }
+        if gpus := gpus_per_node(spec, steps):
+            env["GPUS_PER_NODE"] = str(gpus)
+        target = [str(ray_sub)]
     return Submission(
-        mode="ray.sub",
-        script_name="driver.sh",
+        mode=mode,
+        script_name=script_name,
         script_text=text,
-        sbatch_args=args,
+        sbatch_args=[*resources, f"--output={out_file}", "--no-requeue", *target],
         env=env,
+        cwd=cwd,
         secret_env=secrets,
-        cwd=str(Path(spec.repo or ".")),
         warnings=warnings,
     )
