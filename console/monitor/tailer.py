@@ -207,8 +207,7 @@ class Tailer:
     def _flush_pending(self, out: list[LogLine]) -> None:
         if self._buf:
             self._emit(bytes(self._buf), out, self._giant)
-            self._lineno += 1
-        elif self._giant:
+        if self._buf or self._giant:
             self._lineno += 1
         self._buf.clear()
         self._giant = False

@@ -92,15 +92,17 @@ class RedactingWriter:
             self._emit(self.buf[: cut + 1])
             self.buf = self.buf[cut + 1 :]
         if len(self.buf) > CHUNK:  # a giant line: write it in pieces, keeping a possible secret start
-            keep = self._safe_tail(self.buf)
-            self._emit(self.buf[: len(self.buf) - keep])
-            self.buf = self.buf[len(self.buf) - keep :]
+            self._emit_safe()
 
     def idle(self) -> None:
         if self.buf and time.monotonic() - self.last_data >= FLUSH_AFTER_S:
-            keep = self._safe_tail(self.buf)
-            self._emit(self.buf[: len(self.buf) - keep])
-            self.buf = self.buf[len(self.buf) - keep :]
+            self._emit_safe()
+
+    def _emit_safe(self) -> None:
+        """Write the pending bytes but a tail that could be the start of a secret."""
+        cut = len(self.buf) - self._safe_tail(self.buf)
+        self._emit(self.buf[:cut])
+        self.buf = self.buf[cut:]
 
     def close(self) -> None:
         self._emit(self.buf)

@@ -371,15 +371,10 @@ def split_secrets(plan: dict[str, Any], spec: RunSpec) -> tuple[dict[str, Any], 
             var = f"RL_CONSOLE_SECRET_ARG_{n}"
             secrets[var] = value
             argv[i] = f"{_SECRET_ARG}{var}\0{prefix}"
-        step = {**step, "argv": argv}
-        env = {}
-        for key, value in (step.get("env") or {}).items():
-            if is_secret_name(str(key)):
-                if value and value != MASK:
-                    secrets[str(key)] = str(value)
-            else:
-                env[key] = value
-        steps.append({**step, "env": env})
+        env = step.get("env") or {}
+        secrets.update({str(k): str(v) for k, v in env.items() if is_secret_name(str(k)) and v and v != MASK})
+        public = {k: v for k, v in env.items() if not is_secret_name(str(k))}
+        steps.append({**step, "argv": argv, "env": public})
     return {**plan, "steps": steps}, secrets
 
 
