@@ -176,17 +176,9 @@ class GpuSampler:
             dev.error = "GPU is lost" if dev.lost else f"no handle ({handle.status})"
             return dev
         h = handle.value
-        answers = [handle]
-        name, uuid, mem, mode = (
-            q(f, h)
-            for f in (
-                "nvmlDeviceGetName",
-                "nvmlDeviceGetUUID",
-                "nvmlDeviceGetMemoryInfo",
-                "nvmlDeviceGetMigMode",
-            )
-        )
-        answers += [name, uuid, mem, mode]
+        fns = ("nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMigMode")
+        answers = [handle, *(q(f, h) for f in fns)]
+        name, uuid, mem, mode = answers[1:]
         dev.name = text(name.value) or "?"
         dev.uuid = text(uuid.value) or "?"
         if mem.ok:

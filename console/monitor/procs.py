@@ -108,11 +108,8 @@ def looks_like_ray(procs: Iterable[psutil.Process]) -> bool:
             cmd = " ".join(proc.cmdline()[:3])
         except psutil.Error:
             continue
-        if (
-            any(name.startswith(n) for n in RAY_PROCESS_NAMES)
-            or "ray/core/src" in cmd
-            or "gcs_server" in cmd
-            or "raylet" in cmd
+        if name.startswith(RAY_PROCESS_NAMES) or any(
+            w in cmd for w in ("ray/core/src", "gcs_server", "raylet")
         ):
             return True
     return False
