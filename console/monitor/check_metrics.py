@@ -213,38 +213,6 @@ def _check(node: ast.AST) -> None:  # noqa: C901 - one branch per allowed node k
         if node.id != "data":
             raise _refuse(node, f"name {node.id!r} is not allowed (only data and the check functions)")
         return
-    if isinstance(node, ast.Subscript):
-        base = node.value
-        if not (isinstance(base, ast.Name | ast.Subscript | ast.Call)):
-            raise _refuse(node, "only data[...] subscripts are allowed")
-        if isinstance(node.slice, ast.Slice):
-            raise _refuse(node, "slices are not allowed")
-        _check(base)
-        _check(node.slice)
-        return
-    if isinstance(node, ast.Compare):
-        for op in node.ops:
-            if type(op) not in _CMP:
-                raise _refuse(node, f"comparison {type(op).__name__} is not allowed")
-        _check(node.left)
-        for c in node.comparators:
-            _check(c)
-        return
-    if isinstance(node, ast.BoolOp):
-        for v in node.values:
-            _check(v)
-        return
-    if isinstance(node, ast.BinOp):
-        if type(node.op) not in _BIN:
-            raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
-        _check(node.left)
-        _check(node.right)
-        return
-    if isinstance(node, ast.UnaryOp):
-        if not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
-            raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
-        _check(node.operand)
-        return
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             what = node.func.id if isinstance(node.func, ast.Name) else type(node.func).__name__
@@ -258,7 +226,24 @@ def _check(node: ast.AST) -> None:  # noqa: C901 - one branch per allowed node k
                 raise _refuse(node, f"keyword {kw.arg!r} is not allowed")
             _check(kw.value)
         return
-    raise _refuse(node, f"{type(node).__name__} is not allowed")
+    if isinstance(node, ast.Subscript):
+        if not (isinstance(node.value, ast.Name | ast.Subscript | ast.Call)):
+            raise _refuse(node, "only data[...] subscripts are allowed")
+        if isinstance(node.slice, ast.Slice):
+            raise _refuse(node, "slices are not allowed")
+    elif isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _CMP:
+                raise _refuse(node, f"comparison {type(op).__name__} is not allowed")
+    elif isinstance(node, ast.BinOp | ast.UnaryOp) and not isinstance(
+        node.op, (*_BIN, ast.USub, ast.UAdd, ast.Not)
+    ):
+        raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
+    elif not isinstance(node, ast.BoolOp | ast.BinOp | ast.UnaryOp):
+        raise _refuse(node, f"{type(node).__name__} is not allowed")
+    for child in ast.iter_child_nodes(node):  # operands, not the operators (checked above)
+        if not isinstance(child, ast.operator | ast.cmpop | ast.boolop | ast.unaryop | ast.expr_context):
+            _check(child)
 
 
 def _eval(node: ast.AST, data: Any) -> Any:
