@@ -23,20 +23,14 @@ from console.spec import RunSpec
 SUPERVISOR_LOG = "supervisor.log"
 
 
-def _as_dict(plan: Any) -> dict[str, Any]:
-    d: dict[str, Any]
-    if not hasattr(plan, "to_dict"):
-        d = json.loads(json.dumps(dict(plan), default=str))
-        return d
-    try:
-        d = plan.to_dict(redact=False)  # real values: secrets travel in the supervisor's env only
-    except TypeError:
-        d = plan.to_dict()
-    return d
-
-
 def plan_to_dict(plan: Any) -> dict[str, Any]:
-    data = _as_dict(plan)
+    """A ``Plan`` (with its real values: secrets reach the supervisor over its stdin only) or a plan
+    dict, checked."""
+    data: dict[str, Any] = (
+        plan.to_dict(redact=False)
+        if hasattr(plan, "to_dict")
+        else json.loads(json.dumps(dict(plan), default=str))
+    )
     if not isinstance(data.get("steps"), list) or not data["steps"]:
         raise SpecError("the plan has no steps")
     names = [s.get("name") for s in data["steps"]]
