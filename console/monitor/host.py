@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import psutil
@@ -57,11 +56,9 @@ class HostSampler:
         disks: dict[str, int] = {}
         totals: dict[str, int] = {}
         for p in self.paths:
-            if not Path(p).exists():
-                continue
             try:
                 du = shutil.disk_usage(p)
-            except OSError:
+            except OSError:  # not there (yet)
                 continue
             disks[p] = du.free
             totals[p] = du.total

@@ -1,13 +1,6 @@
-"""The end of a step and of a run, recorded once inside the run folder.
-
-- ``collect_evidence``: when a step ends, the files it wrote outside the run folder (NeMo-RL's
-  ``metrics.json``, the TensorBoard event files of its ``tb_dir``) are copied to
-  ``evidence/NN-<step>/`` and the metrics to the run's own ``metrics.json``, so a later run in the
-  same checkout cannot change this run's record.
-- ``record_verdict``: the verdict computed once at the run's end: ``triage.json`` (the run's
-  triage JSON with the final verdict), ``report.json``/``report.md``; ``state.json`` keeps the
-  same verdict. ``report`` and the TUI read these files; ``report --recompute`` recomputes.
-- ``no_space_primary``: the triage primary of a run stopped by a full disk (class ``no_space``).
+"""The end of a step and of a run, recorded once inside the run folder: what a step wrote outside it
+(``collect_evidence``, so a later run in the same checkout cannot change this run's record) and the
+verdict (``record_verdict``: ``triage.json`` and the report, which ``report`` and the TUI read).
 """
 
 from __future__ import annotations

@@ -129,19 +129,12 @@ class Supervisor:
             nonlocal proc
             if state.get("cancel_requested") or self._signalled:
                 return
-            cwd = step.get("cwd") or None
+            argv = [sys.executable, "-m", "console.runs.stepwrap", str(exit_file), "--", *self._argv(step)]
             with open(log, "ab", buffering=0) as out:
                 try:
                     proc = subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "console.runs.stepwrap",
-                            str(exit_file),
-                            "--",
-                            *self._argv(step),
-                        ],
-                        cwd=cwd,
+                        argv,
+                        cwd=step.get("cwd") or None,
                         env=self._step_env(step),
                         stdin=subprocess.DEVNULL,
                         stdout=out,

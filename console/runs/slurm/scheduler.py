@@ -1,9 +1,5 @@
-"""Thin wrappers over the Slurm client commands: argv lists in, parsed records out.
-
-Each call runs one of ``sbatch``/``squeue``/``scontrol``/``sacct``/``scancel`` with an argv list
-(never a shell string) and parses its ``--parsable``/``--format``/``-o`` output. Errors the user
-should see become :class:`SlurmError` (a one-line :class:`~console.errors.ConsoleError`).
-"""
+"""The Slurm client commands (sbatch, squeue, scontrol, sacct, scancel, srun) as argv lists, their
+output parsed into records; a failure the user should see is a one-line :class:`SlurmError`."""
 
 from __future__ import annotations
 
