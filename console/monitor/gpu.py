@@ -76,12 +76,9 @@ class GpuSnapshot:
 
 
 class GpuSampler:
-    """``sample()`` -> GpuSnapshot; cheap to construct, NVML is initialised on first use.
-
-    ``nvml`` replaces the ``pynvml`` module (tests on machines without a GPU). ``cuda_visible`` is
-    the run's ``CUDA_VISIBLE_DEVICES`` when known; otherwise it is read from the run's processes,
-    then from this process's environment (unset: every GPU).
-    """
+    """``sample()`` -> GpuSnapshot; NVML starts on first use. ``nvml`` replaces ``pynvml`` (tests without
+    a GPU); ``cuda_visible`` is the run's ``CUDA_VISIBLE_DEVICES`` when known, else it is read from the
+    run's processes, then from this process's environment (unset: every GPU)."""
 
     def __init__(
         self,

@@ -19,12 +19,8 @@ def strip_ansi(text: str) -> str:
 
 
 def collapse_cr(text: str) -> str:
-    """Collapse ``\\r`` redraws of one physical line to what a terminal would finally show.
-
-    A terminal overwrites from column 0 on each ``\\r``; the last segment wins, except that when
-    the last segment is shorter, the tail of the previous one stays visible. We keep the last
-    non-empty segment, which is what tqdm and Ray progress bars intend.
-    """
+    """What a terminal finally shows of a physical line with ``\\r`` redraws: its last non-empty segment
+    (what tqdm and Ray progress bars intend)."""
     if "\r" not in text:
         return text
     parts = [p for p in text.split("\r") if p.strip()]
@@ -60,10 +56,8 @@ _RAY_PREFIX_ONLY_RE = re.compile(rf"^\s*{RAY_PREFIX}\s*$")  # a \r segment holdi
 
 
 def split_bar(segment: str) -> tuple[str, str, str]:
-    """Split one ``\\r`` segment into (text before a bar, the bar, text after it).
-
-    Without a tqdm-style bar the whole segment is returned as the first item.
-    """
+    """One ``\\r`` segment -> (text before a tqdm-style bar, the bar, text after it); without a bar the
+    whole segment is the first item."""
     m = _BAR_RE.search(segment)
     if m is None:
         return segment, "", ""
@@ -71,13 +65,9 @@ def split_bar(segment: str) -> tuple[str, str, str]:
 
 
 def split_cr_segments(text: str) -> list[str]:
-    """Turn one physical line with ``\\r`` redraws into the lines a reader needs.
-
-    Returns the log messages that shared the physical line with a progress bar (in order),
-    then the bar's final state. Overwritten bar states are dropped; a message printed right
-    after a bar (``...it/s]step:1 - loss:0.5``) is kept as its own item. Text without ``\\r``
-    is returned as a single item. ANSI must already be stripped.
-    """
+    """The lines a reader needs of one physical line with ``\\r`` redraws (ANSI already stripped): the
+    messages that shared it with a progress bar, in order, then the bar's final state. Overwritten bar
+    states are dropped; a message printed right after a bar (``...it/s]step:1 - loss:0.5``) is kept."""
     if "\r" not in text:
         return [text]
     segments = text.split("\r")

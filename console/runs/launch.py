@@ -52,13 +52,10 @@ def apply_remedy_unset(plan: dict[str, Any], spec: RunSpec) -> None:
 
 
 def _secrets(plan: dict[str, Any], base_env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Values that plan.json shows masked; they reach the supervisor over its stdin pipe only.
-
-    ``{"env": {step: {KEY: value}}, "argv": {step: {index: [prefix, value]}}, "base_env": {KEY: value}}``
-    (the argv word is ``prefix + value``, e.g. ``wandb.api_key=`` + the key);
-    ``base_env`` holds the secret-named variables of the submitting environment, which the
-    supervisor's own environment never carries (``/proc/<pid>/environ`` stays clean).
-    """
+    """The values plan.json shows masked, for the supervisor's stdin only: ``{"env": {step: {KEY: value}},
+    "argv": {step: {index: [prefix, value]}}, "base_env": {KEY: value}}`` (the argv word is ``prefix +
+    value``; ``base_env``: the submitting environment's secret-named variables, which the supervisor's
+    own environment, ``/proc/<pid>/environ``, never carries)."""
     env: dict[str, dict[str, str]] = {}
     argv: dict[str, dict[str, list[str]]] = {}
     for step in plan["steps"]:
@@ -129,10 +126,8 @@ def spawn_supervisor(run_dir: Path, secrets: dict[str, Any]) -> int:
 
 
 def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = None) -> Path:
-    """Create ``runs/<id>/`` (spec.json, plan.json, state.json, logs/) and start the detached supervisor.
-
-    Returns the run folder as soon as the supervisor process exists.
-    """
+    """Create ``runs/<id>/`` (spec.json, plan.json, state.json, logs/) and start the detached
+    supervisor; returns the run folder as soon as the supervisor process exists."""
     if plan is None:
         from console.plan import build_plan  # the plan builder lives in another part of the package
 

@@ -37,10 +37,8 @@ def supervisor_lost(state: State, run_dir: Path) -> bool:
 
 
 def settle_lost_run(run_dir: Path) -> bool:
-    """Record exit codes from the ``.exit`` files and end the run as Incomplete once nothing of it runs.
-
-    Returns True when the state was settled.
-    """
+    """Record exit codes from the ``.exit`` files and end the run Incomplete once nothing of it runs;
+    True when the state was settled."""
     run_dir = Path(run_dir)
     state = read_state(run_dir)
     if not supervisor_lost(state, run_dir):

@@ -113,12 +113,9 @@ def cancel_run(run_dir: Path) -> str | None:
 # ---- following -------------------------------------------------------------------------------
 class JobRecorder:
     """Brings one Slurm run's state.json/events.jsonl/triage.json up to date; ``step()`` is one poll.
-
-    The steps' logs go through the local supervisor's pipeline (console.runs.pipeline: tailer,
-    progress parser, triage engine, hang detection) and the verdict is the local one
-    (``pipeline.run_outcome``); the job state only adds what the logs cannot know (NODE_FAIL,
-    PREEMPTED, TIMEOUT, a PENDING reason that never clears), per ``catalog/slurm.toml``.
-    """
+    The steps' logs go through the local supervisor's pipeline and the verdict is the local one; the
+    job state only adds what the logs cannot know (NODE_FAIL, PREEMPTED, TIMEOUT, a PENDING reason
+    that never clears), per ``catalog/slurm.toml``."""
 
     def __init__(
         self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time, tick_s: float = TICK_S
@@ -591,12 +588,9 @@ class JobRecorder:
 
 
 def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> State:
-    """Update the run's state.json and events.jsonl until its job ends; return the final state.
-
-    Only one follower per run works at a time (``slurm/follow.lock``: flock, or an O_EXCL lock file
-    with owner and expiry where the shared filesystem has no flock); a second one waits for the
-    first to finish and returns the state it left.
-    """
+    """Update the run's state.json and events.jsonl until its job ends; return the final state. One
+    follower per run (``slurm/follow.lock``: flock, or an O_EXCL file with owner and expiry where the
+    filesystem has no flock); a second one waits for the first and returns the state it left."""
     run_dir = Path(run_dir).resolve()
     lock_path = run_dir / SLURM_DIR / FOLLOW_LOCK
     lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -622,9 +616,8 @@ def _is_follower(pid: int, run_dir: Path) -> bool:
 
 
 def start_follower(run_dir: Path) -> int | None:
-    """Start the detached follower (``python -m console.runs.slurm.follow RUN_DIR``) unless one runs
-    or the run is over. Returns its pid, or None when nothing was started. Used by ``start_run`` and
-    on reattach (``attach`` after the console, or even the follower, was killed)."""
+    """Start the detached follower unless one runs or the run is over (on start and on reattach, after
+    the console or even the follower was killed); its pid, or None when nothing was started."""
     run_dir = Path(run_dir).resolve()
     with contextlib.suppress(FileNotFoundError):
         if is_finished(read_state(run_dir)):

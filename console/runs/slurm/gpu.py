@@ -195,10 +195,9 @@ def parse_probe(text: str, nodes: Sequence[str] = ()) -> dict[str, NodeProbe]:
 
 
 class NodeSampler:
-    """Per node of a running job, every ``interval_s``: a ``host`` event (CPU, load, memory) and a
-    ``gpu`` event (devices, or ``available: false`` with the reason), each with ``node`` and
-    ``source``. GPUs come from Ray's metrics port when it answers, else from the probe's nvidia-smi.
-    A "no GPU" state is published once per node until it changes."""
+    """Per node of a running job, every ``interval_s``: a ``host`` event (CPU, load, memory) and a ``gpu``
+    event (devices from Ray's metrics port when it answers, else the probe's nvidia-smi; or the reason
+    there are none, once per node until it changes)."""
 
     def __init__(
         self,
