@@ -57,7 +57,6 @@ class VerlProgressParser(ParserState):
     def __init__(self) -> None:
         super().__init__()
         self._seen_bar = False
-        self._phase: str | None = None
         self._patterns = FrameworkPatterns("verl")
         self._bar_pattern = self._patterns.by_id["verl_progress_bar"]
         self._step_pattern = self._patterns.by_id["verl_metrics_line"]
@@ -97,12 +96,6 @@ class VerlProgressParser(ParserState):
                 if pattern.id in hits:
                     out += self._complete(pattern.reason, now, text)
         return out
-
-    def _phase_event(self, name: str, now: float) -> list[Event]:
-        if name == self._phase:
-            return []
-        self._phase = name
-        return [Event("phase", data={"name": name, "source": self.source}, t=now)]
 
     def _bar(self, m: re.Match[str], now: float) -> list[Event]:
         n, total = int(m["step"]), int(m["total"])
