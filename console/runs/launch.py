@@ -88,11 +88,9 @@ def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def supervisor_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The supervisor's environment: the caller's, without any secret-named variable."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if not is_secret_name(k)}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+def supervisor_env() -> dict[str, str]:
+    """The supervisor's environment: this one, without any secret-named variable."""
+    return {**{k: v for k, v in os.environ.items() if not is_secret_name(k)}, "PYTHONUNBUFFERED": "1"}
 
 
 def spawn_detached(

@@ -49,14 +49,13 @@ COMPACT_CHECK_S = 60.0
 COMPACT_ENV = "RL_CONSOLE_EVENTS_COMPACT_BYTES"  # events.jsonl size that triggers a compaction
 
 
-def read_secrets(stream: Any = None) -> dict[str, Any]:
+def read_secrets() -> dict[str, Any]:
     """The launcher's secrets from stdin (a pipe, read to its end), then stdin becomes /dev/null."""
-    stream = stream if stream is not None else sys.stdin
     data: dict[str, Any] = {}
     try:
-        if stream is not None and not stream.isatty():
-            raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-            data = json.loads(raw or "{}") if raw else {}
+        if sys.stdin is not None and not sys.stdin.isatty():
+            raw = sys.stdin.buffer.read()
+            data = json.loads(raw) if raw else {}
     except (OSError, ValueError):
         data = {}
     with contextlib.suppress(OSError):

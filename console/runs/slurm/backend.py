@@ -13,7 +13,6 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,13 +116,10 @@ class JobRecorder:
     job state only adds what the logs cannot know (NODE_FAIL, PREEMPTED, TIMEOUT, a PENDING reason
     that never clears), per ``catalog/slurm.toml``."""
 
-    def __init__(
-        self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time, tick_s: float = TICK_S
-    ) -> None:
+    def __init__(self, run_dir: Path, poll_s: float = 2.0) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.poll_s = poll_s
-        self.tick_s = min(tick_s, poll_s)
-        self.now = now
+        self.tick_s = min(TICK_S, poll_s)
         self.plan: dict[str, Any] = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
         self.steps: list[dict[str, Any]] = self.plan.get("steps") or []
         spec = read_json(self.run_dir / "spec.json")
@@ -258,7 +254,7 @@ class JobRecorder:
                 if started and not st.get("started"):
                     st["started"] = started
                 if status in ("passed", "failed"):
-                    st["ended"] = st.get("ended") or self.now()
+                    st["ended"] = st.get("ended") or time.time()
                 if status == "failed" and self.step_reasons.get(i):
                     st["reason"] = self.step_reasons[i]
                 if status == "running":
@@ -295,7 +291,7 @@ class JobRecorder:
             )
             if phase == "active" and s.get("status") == "pending":
                 s["status"] = "running"
-                s["started"] = s.get("started") or self.now()
+                s["started"] = s.get("started") or time.time()
 
         update_state(self.run_dir, change)
         text = f"slurm {status.state}" + (f" ({status.reason})" if status.reason else "")
@@ -340,7 +336,7 @@ class JobRecorder:
 
     def _mark_steps(self, verdict: str | None, reason: str | None, status: JobRecord) -> list[Event]:
         """Settle the steps the job left unfinished (running -> cancelled/failed, pending -> skipped)."""
-        ended = self.now()
+        ended = time.time()
         events: list[Event] = []
 
         def said(i: int, st: StepState) -> None:
@@ -483,7 +479,7 @@ class JobRecorder:
                 {
                     "status": final_status,
                     "verdict": verdict,
-                    "ended": self.now(),
+                    "ended": time.time(),
                     "slurm_state": status.state,
                     "slurm_reason": reason or status.reason,
                     "slurm_exit_code": status.exit_code,
@@ -523,8 +519,8 @@ class JobRecorder:
         self._set_job(status)
         self.sample_nodes(job_id, status)
         if status.state == "PENDING" and states.never_runs(status.reason):
-            self.never_since = self.never_since or self.now()
-            if self.now() - self.never_since >= states.pending_grace_s():
+            self.never_since = self.never_since or time.time()
+            if time.time() - self.never_since >= states.pending_grace_s():
                 with contextlib.suppress(scheduler.SlurmError):
                     scheduler.scancel(job_id)
                 return self._finish(
@@ -541,9 +537,7 @@ class JobRecorder:
             return self._finish(verdict, reason, status, class_id)
         return None
 
-    def run(
-        self, max_s: float | None = None, give_up_s: float = GIVE_UP_S, lock: LockFile | None = None
-    ) -> State:
+    def run(self, max_s: float | None = None, lock: LockFile | None = None) -> State:
         deadline = None if max_s is None else time.monotonic() + max_s
         failing_since: float | None = None
         try:
@@ -561,9 +555,9 @@ class JobRecorder:
                     # is (running); a later attach starts a new follower
                     print(f"rl-console follow: {exc}", file=sys.stderr, flush=True)
                     failing_since = failing_since or time.monotonic()
-                    if time.monotonic() - failing_since > give_up_s:
+                    if time.monotonic() - failing_since > GIVE_UP_S:
                         print(
-                            f"rl-console follow: Slurm unreachable for {give_up_s:.0f}s; giving up "
+                            f"rl-console follow: Slurm unreachable for {GIVE_UP_S:.0f}s; giving up "
                             "(rl-console attach restarts the follower)",
                             file=sys.stderr,
                             flush=True,
