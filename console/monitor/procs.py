@@ -26,9 +26,7 @@ def run_process_tree(
     """PIDs of ``root_pids`` and their descendants; with ``marker_env`` (``"NAME=value"`` or ``"NAME"``)
     also the processes among ``candidates`` (default: all; reading environments is slow, so pass e.g.
     the GPU's PIDs) whose environment carries it, with their descendants."""
-    pids: set[int] = set()
-    for pid in root_pids:
-        pids |= _tree(pid)
+    pids: set[int] = set().union(*(_tree(pid) for pid in root_pids))
     if marker_env:
         pool = list(candidates) if candidates is not None else psutil.pids()
         for pid in pool:

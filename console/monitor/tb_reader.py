@@ -121,15 +121,11 @@ class TbReader:
                 for tag, steps in self._data[path].items():
                     dst = merged.setdefault(tag, {})
                     for step, v in steps.items():
-                        if (
-                            error_on_conflicts
-                            and step in dst
-                            and dst[step][1] != path
-                            and not _same(dst[step][0], v)
-                        ):
+                        prev = dst.get(step)
+                        if error_on_conflicts and prev and prev[1] != path and not _same(prev[0], v):
                             raise ConflictError(
                                 f"Conflict detected for metric '{tag}' at step {step}:\n"
-                                f"  {dst[step][1]}: {dst[step][0]}\n  {path}: {v}"
+                                f"  {prev[1]}: {prev[0]}\n  {path}: {v}"
                             )
                         dst[step] = (v, path)
         return {tag: {str(s): merged[tag][s][0] for s in sorted(merged[tag])} for tag in sorted(merged)}

@@ -244,17 +244,8 @@ def srun_overlap(
     job_id: str, nodes: int, argv: Sequence[str], timeout: float = 20.0
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` once on every node of a running job, beside its steps (``--overlap``)."""
+    one_task_per_node = [f"--nodes={nodes}", "--ntasks-per-node=1", f"--ntasks={nodes}"]
     return _run(
-        [
-            "srun",
-            "--overlap",
-            f"--jobid={job_id}",
-            f"--nodes={nodes}",
-            "--ntasks-per-node=1",
-            f"--ntasks={nodes}",
-            "--label",
-            "--quiet",
-            *argv,
-        ],
+        ["srun", "--overlap", f"--jobid={job_id}", *one_task_per_node, "--label", "--quiet", *argv],
         timeout=timeout,
     )
