@@ -94,13 +94,10 @@ class StepMonitor:
         # training steps must show progress (banners, results); other steps just any log line
         self.progress_only = progress_only
         self.stall = StallDetector(hang_after_s)
-        self.tailer: Any = None
-        self.parser: Any = None
-        self.engine: Any = None
         self.fence = {k: _Fenced(f"{k} ({name})") for k in ("tail", "parser", "triage")}
-        self.tailer = self.fence["tail"].call(lambda: Tailer(log, emit_partial=False))
-        self.parser = self.fence["parser"].call(make_parser, framework)
-        self.engine = self.fence["triage"].call(TriageEngine, framework)
+        self.tailer: Any = self.fence["tail"].call(lambda: Tailer(log, emit_partial=False))
+        self.parser: Any = self.fence["parser"].call(make_parser, framework)
+        self.engine: Any = self.fence["triage"].call(TriageEngine, framework)
         # lines that cannot change the engine skip it (console/triage/fastscan.py): same findings, less CPU
         self.triage = self.fence["triage"].call(GatedFeed, self.engine) if self.engine is not None else None
 
@@ -150,9 +147,7 @@ class StepMonitor:
         tail = self.fence["tail"].call(lambda: self.tailer.pending_text) if self.tailer else None
         if tail:  # an unterminated last line is a line too, once the step has ended
             self._feed(self.tailer.lineno + 1, tail, loud=True)
-        result = None
-        if self.engine is not None:
-            result = self.fence["triage"].call(self.engine.result, exit_code)
+        result = self.fence["triage"].call(self.engine.result, exit_code) if self.engine is not None else None
         if self.tailer is not None:
             self.fence["tail"].call(self.tailer.close)
         return result

@@ -1,9 +1,8 @@
 """Replay a recorded log as a live run: ``rl-console replay LOG [--speed X]``.
 
-``start_replay`` creates a one-step run whose step is this module's emitter:
-``python -m console.runs.replay LOG [--speed X]`` writes the log's lines to stdout at their original
-pace: the gaps between leading timestamps when the lines carry them, a steady rate otherwise. The
-console follows that run like any other (progress, metrics, triage, verdict).
+``start_replay`` creates a one-step run whose step, ``python -m console.runs.replay LOG``, writes
+the log's lines at their original pace (the gaps between leading timestamps, else a steady rate);
+the console follows it like any other run.
 """
 
 from __future__ import annotations

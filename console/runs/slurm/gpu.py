@@ -1,15 +1,12 @@
-"""GPU memory and host load per node of a running Slurm job.
+"""GPU memory and host load per node of a running Slurm job (remote nodes: this machine's NVML,
+``console.monitor.gpu``, cannot see them).
 
-Host (CPU, load, memory) per node: one ``srun --overlap --jobid=J`` task per node running a small
-probe (``/proc/stat``, ``/proc/loadavg``, ``/proc/meminfo``, then the GPU query). GPUs, two sources,
-tried in this order:
+Host (CPU, load, memory): one ``srun --overlap --jobid=J`` task per node runs a small probe
+(``/proc/stat``, ``/proc/loadavg``, ``/proc/meminfo``, then the GPU query). GPUs, in this order:
 1. Ray's Prometheus metrics on each node (what NeMo-RL's GPU monitor reads; ray.sub starts Ray with
-   ``--metrics-export-port``, 1309 by default): ``ray_node_gram_used`` (MiB), ``ray_node_gpus_utilization``.
-2. ``srun --overlap --jobid=J`` running ``nvidia-smi --query-gpu=...`` once per node, where the site
-   allows overlapping steps.
+   ``--metrics-export-port``, 1309 by default);
+2. the probe's ``nvidia-smi --query-gpu=...``, where the site allows overlapping steps.
 A source that fails twice in a row is dropped; the follower carries on without GPU samples.
-The nodes are remote, so NVML (``console.monitor.gpu.GpuSampler``, this machine's GPUs) cannot see
-them; ``NodeSampler`` runs on ``console.runs.sampling.SamplerThread`` like the local samplers.
 """
 
 from __future__ import annotations

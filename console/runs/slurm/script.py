@@ -1,15 +1,13 @@
 """The sbatch submission of a plan, in one of two modes.
 
 - ``srun`` mode: a batch script whose steps each run through ``srun`` (with ``--container-image``,
-  ``--container-mounts`` and ``--container-workdir`` when ``--container`` is given, as both
-  procedures show; plain ``srun`` otherwise).
+  ``--container-mounts`` and ``--container-workdir`` when ``--container`` is given).
 - ``ray.sub`` mode: NeMo-RL's own launcher (``sbatch ... ray.sub`` with ``COMMAND``, ``CONTAINER``,
   ``MOUNTS``); ``COMMAND`` runs a generated driver script inside the Ray head's container.
 
-Either way each step writes ``logs/NN-<step>.log`` and ``logs/NN-<step>.exit`` in the run folder,
-the layout of local runs. Every value is quoted with :func:`shlex.quote`; known roots (the run
-folder, the checkouts, ``HF_HOME``) are written once at the top and referred to as ``${VAR}``
-everywhere else, so the script stays generic.
+Either way each step writes ``logs/NN-<step>.log`` and ``.exit`` in the run folder, as local runs do.
+Every value is ``shlex.quote``d; the known roots (run folder, checkouts, ``HF_HOME``) are set once at
+the top and referred to as ``${VAR}``, so the script stays generic.
 """
 
 from __future__ import annotations
