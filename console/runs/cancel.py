@@ -1,9 +1,7 @@
-"""Cancel: SIGINT, then SIGTERM after a grace period, then SIGKILL, to every process of a run.
-
-The targets are each step's process group and every process of the run found by ``procs`` (also
-those that started their own session). A local Ray cluster the run started is stopped with
-``ray stop --force`` afterwards. When the run's supervisor is alive it performs the escalation itself
-(it must record the outcome); ``cancel_run`` asks it through ``state.json`` and waits.
+"""Cancel: SIGINT, then SIGTERM after a grace period, then SIGKILL, to every process of a run: each
+step's process group and every process ``procs`` finds (also those in a session of their own), then
+``ray stop --force`` for a local Ray cluster the run started. A live supervisor does the escalation
+itself (it records the outcome); ``cancel_run`` asks it through ``state.json`` and waits.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Runs whose supervisor vanished (OOM-killed, SIGKILLed, node rebooted): settle them from the run folder.
 
-Every reader of a run (``ls``, ``show``, ``attach``, ``report``, the TUI) goes through
-``current_state``, so all of them see the same thing: once the supervisor is gone (checked by pid,
-create time and its command line: PID reuse safe) and no process of the run remains, the run ends
-``Incomplete`` with ``error: "supervisor lost"``, its steps' exit codes taken from their ``.exit``
-files, their evidence copied and ``triage.json`` written, once.
+Every reader of a run goes through ``current_state``: once the supervisor is gone (pid, create time
+and command line: PID reuse safe) and no process of the run remains, the run ends ``Incomplete``
+(``error: "supervisor lost"``) with its steps' exit codes from their ``.exit`` files, their
+evidence copied and ``triage.json`` written, once.
 """
 
 from __future__ import annotations

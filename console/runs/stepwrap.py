@@ -1,15 +1,12 @@
 """Run one step and write its exit code next to its log, whoever is (or is not) watching.
 
-``python -m console.runs.stepwrap EXIT_FILE -- ARGV...``: stdin/stdout/stderr are inherited (the
-supervisor points them at ``/dev/null`` and the step's log). The wrapper survives SIGINT/SIGTERM sent
-to its process group (the step gets them too) so it can record how the step ended; the code is the
-step's exit status, or ``128 + signal`` when a signal ended it (shell convention).
+``python -m console.runs.stepwrap EXIT_FILE -- ARGV...``: stdin/stdout/stderr are inherited. The
+wrapper survives SIGINT/SIGTERM sent to its process group (the step gets them too) to record how the
+step ended: its exit status, or ``128 + signal`` (shell convention).
 
-The step's stdout+stderr pass through the wrapper on their way to the log (the wrapper's stdout):
-every known secret (values of secret-named variables in the step's environment, secret argv values)
-and every token-shaped value is replaced by ``***`` (``console.redact``). Output is written as it
-arrives (``\r`` redraws and partial lines too), holding back only a tail that could be the start of
-a secret. A full disk does not stop the step's output from being drained.
+The step's output passes through the wrapper to the log with every known secret (secret-named
+variables of its environment, secret argv values) and token-shaped value masked (``console.redact``),
+written as it arrives but for a tail that could start a secret. A full disk does not stop the draining.
 """
 
 from __future__ import annotations

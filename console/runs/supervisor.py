@@ -1,15 +1,12 @@
 """The detached supervisor of one run: ``python -m console.runs.supervisor RUN_DIR``.
 
-Runs the plan's steps in order, each through ``console.runs.stepwrap`` in its own session with
-stdin from /dev/null and stdout+stderr to ``logs/NN-<step>.log``; records pids, exit codes and
-states in ``state.json``; publishes events; on a failure marks the remaining steps Skipped; on a
-cancel request escalates SIGINT -> SIGTERM -> SIGKILL over the whole tree; at the end decides the
-verdict (triage when decisive, else the step statuses) once, into ``state.json`` and
-``triage.json`` (``console.runs.finalize``).
+Runs the plan's steps in order, each through ``console.runs.stepwrap`` in its own session (stdin
+/dev/null, output to ``logs/NN-<step>.log``), records them in ``state.json`` and publishes events;
+after a failure the remaining steps are skipped; a cancel escalates SIGINT -> SIGTERM -> SIGKILL
+over the whole tree; at the end the verdict is decided once (``console.runs.finalize``).
 
-Secrets arrive over stdin (a JSON object the launcher writes and closes), never through the
-environment: ``/proc/<supervisor>/environ`` holds none. A full disk ends the run Blocked (class
-``no_space``): the supervisor holds a small reserve file that it frees to write the verdict.
+Secrets arrive over stdin, never through the environment (``/proc/<supervisor>/environ`` holds
+none). A full disk ends the run Blocked (``no_space``): a small reserve file is freed to write it.
 """
 
 from __future__ import annotations
