@@ -67,11 +67,10 @@ class Follower:
         self.done = False
 
     def _progress_lines(self, state: State) -> list[str]:
-        events = self.events.read()
         steps = state.get("steps", [])
         current = state.get("current_step") or 0
         running = steps[current]["name"] if 0 <= current < len(steps) else None
-        for ev in events:
+        for ev in self.events.read():
             if ev.type == "progress":
                 # a progress payload's "step" (training step) shares the JSON key with the plan step
                 number = ev.data.get("step", ev.step if isinstance(ev.step, int) else None)
@@ -115,8 +114,7 @@ class Follower:
                 out.append(f"{name} | {self.tailer.pending_text}")
             self.tailer.close()
             self.tailer = None
-            code = step.get("exit_code")
-            out.append(f"[{name} {step['status']} exit code {code}]")
+            out.append(f"[{name} {step['status']} exit code {step.get('exit_code')}]")
             self.index += 1
         if finished and self.index >= len(steps):
             if self.pending_progress:

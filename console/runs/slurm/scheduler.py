@@ -32,7 +32,6 @@ class JobRecord:
     signal: int | None = None  # the signal that ended it, when any
     nodes: list[str] = field(default_factory=list)
     num_nodes: int | None = None
-    restarts: int = 0
     source: str = "squeue"
 
     @property
@@ -165,7 +164,7 @@ def parse_scontrol_job(stdout: str) -> JobRecord | None:
     kv = parse_scontrol_kv(stdout)
     if "JobId" not in kv:
         return None
-    rec = _record(
+    return _record(
         kv["JobId"],
         kv.get("JobState", "UNKNOWN"),
         kv.get("Reason", ""),
@@ -174,8 +173,6 @@ def parse_scontrol_job(stdout: str) -> JobRecord | None:
         kv.get("NumNodes", "").split("-")[0],
         "scontrol",
     )
-    rec.restarts = _int(kv.get("Restarts", "0")) or 0
-    return rec
 
 
 def scontrol_job(job_id: str) -> JobRecord | None:
