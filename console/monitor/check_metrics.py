@@ -321,13 +321,10 @@ def evaluate_check(data: Any, check: str) -> CheckResult:
     """One check -> CheckResult. A refused check has ``refused=True`` and never runs."""
     try:
         tree = validate(check)
-    except RefusedExpression as e:
-        return CheckResult(check, False, f"REFUSED: {check} ({e})", None, refused=True)
-    try:
-        value_tree: ast.Expression | None = validate(_value_expr(check))
-    except RefusedExpression:
-        value_tree = None  # e.g. "x != 1" splits into "x !": no separate value, as upstream
-    try:
+        try:
+            value_tree: ast.Expression | None = validate(_value_expr(check))
+        except RefusedExpression:
+            value_tree = None  # e.g. "x != 1" splits into "x !": no separate value, as upstream
         with _cpu_limit(CPU_LIMIT_S):
             value = _eval(value_tree.body, data) if value_tree is not None else None
             result = _eval(tree.body, data)

@@ -119,12 +119,11 @@ class Nvml:
 
     def query_versioned(self, name: str, *args: Any) -> Answer:
         """``name_v3``, then ``name_v2``, then ``name``: the first the driver has."""
-        answer = Answer(None, NO_FUNCTION, f"{name}: no version in this driver")
-        for suffix in ("_v3", "_v2", ""):
+        for suffix in ("_v3", "_v2"):
             answer = self.query(name + suffix, *args)
             if answer.status != NO_FUNCTION:
                 return answer
-        return answer
+        return self.query(name, *args)
 
     def _note_missing(self, name: str) -> None:
         with self._lock:

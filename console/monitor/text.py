@@ -29,10 +29,7 @@ def collapse_cr(text: str) -> str:
 
 def decode(raw: bytes) -> str:
     """Decode bytes that may contain invalid UTF-8 and NULs; never raises."""
-    text = raw.decode("utf-8", errors="replace")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text
+    return raw.decode("utf-8", errors="replace").replace("\x00", "")
 
 
 def clean_line(raw: bytes | str) -> str:
@@ -99,7 +96,4 @@ def split_cr_segments(text: str) -> list[str]:
 def clean_segments(raw: bytes | str) -> list[str]:
     """Decode, strip ANSI and split ``\\r`` redraws of one physical line (see split_cr_segments)."""
     text = decode(raw) if isinstance(raw, bytes) else raw
-    text = strip_ansi(text).rstrip("\n")
-    if text.endswith("\r"):
-        text = text.rstrip("\r")
-    return split_cr_segments(text)
+    return split_cr_segments(strip_ansi(text).rstrip("\n").rstrip("\r"))

@@ -172,14 +172,13 @@ class Pipeline:
         self.bus = bus
         self.step: StepMonitor | None = None
         self.step_results: dict[str, dict[str, Any]] = {}
-        self._sampler: Any = None
         self._sampler_fence = _Fenced("resource sampler")
         self._sampler_fence.dead = not local_resources  # closed: this machine is not sampled at all
         self.step_pid: int | None = None
         plan = plan if plan is not None else _read_json(run_dir / "plan.json")
         self.hang_after_s = hang_timeout(plan.get("spec") or _read_json(run_dir / "spec.json"))
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
-        self._sampler = self._sampler_fence.call(
+        self._sampler: Any = self._sampler_fence.call(
             lambda: ResourceSampler(
                 gpu=GpuSampler(run_pids_fn=self._step_pids),
                 host=HostSampler(paths=default_disk_paths(run_dir)),

@@ -126,8 +126,7 @@ class JobRecorder:
         self.spec = RunSpec.from_dict(spec) if spec is not None else RunSpec(launcher="slurm")
         self.mode = (read_json(self.run_dir / SLURM_DIR / "submission.json") or {}).get("mode", "srun")
         self.bus = EventBus(self.run_dir / "events.jsonl")
-        self.last_state: str | None = None
-        self.last_reason: str | None = None
+        self.last_job: tuple[str, str | None] | None = None  # the (state, reason) last recorded
         self.never_since: float | None = None
         self.scanned: list[tuple[str, int | None, float | None]] = [("pending", None, None)] * len(self.steps)
         self.out_offset = 0
@@ -270,9 +269,9 @@ class JobRecorder:
         self.bus.publish(Event(type_, step, data))
 
     def _set_job(self, status: JobRecord) -> None:
-        if status.state == self.last_state and status.reason == self.last_reason:
+        if (status.state, status.reason) == self.last_job:
             return
-        self.last_state, self.last_reason = status.state, status.reason
+        self.last_job = (status.state, status.reason)
         phase = status.phase
         job_id = self.job_id
         # the logs the job writes on the shared filesystem, relative to the run folder

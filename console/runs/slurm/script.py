@@ -106,14 +106,15 @@ def choose_mode(spec: RunSpec) -> str:
 # ---- generic paths ---------------------------------------------------------------------------
 def path_roots(spec: RunSpec, run_dir: Path) -> dict[str, str]:
     """Variables written once at the top of the script, longest value first."""
-    roots: dict[str, str] = {"RUN_DIR": str(run_dir)}
-    if spec.bridge_repo:
-        roots["BRIDGE_REPO"] = str(spec.bridge_repo)
-    if spec.repo:
-        roots["VERL_REPO" if spec.framework == "verl" else "NEMO_RL_REPO"] = str(spec.repo)
-    if spec.env.get("HF_HOME"):
-        roots["HF_HOME"] = spec.env["HF_HOME"]
-    usable = {k: v.rstrip("/") for k, v in roots.items() if v.startswith("/") and len(v.rstrip("/")) > 1}
+    repo = "VERL_REPO" if spec.framework == "verl" else "NEMO_RL_REPO"
+    roots = {
+        "RUN_DIR": run_dir,
+        "BRIDGE_REPO": spec.bridge_repo,
+        repo: spec.repo,
+        "HF_HOME": spec.env.get("HF_HOME"),
+    }
+    paths = {k: str(v) for k, v in roots.items() if v}
+    usable = {k: v.rstrip("/") for k, v in paths.items() if v.startswith("/") and len(v.rstrip("/")) > 1}
     return dict(sorted(usable.items(), key=lambda kv: -len(kv[1])))
 
 
@@ -153,16 +154,10 @@ def generic_word(text: str, roots: dict[str, str]) -> str:
 # ---- pieces of the script --------------------------------------------------------------------
 def container_mounts(spec: RunSpec, run_dir: Path) -> list[str]:
     """``--mounts`` as given, plus the run folder (steps write their logs there) when not covered."""
-    mounts = list(spec.slurm.mounts)
-    if not mounts:
-        for p in (spec.repo, spec.bridge_repo, spec.env.get("HF_HOME")):
-            if p and f"{p}:{p}" not in mounts:
-                mounts.append(f"{p}:{p}")
-    for m in mounts:
-        src = m.split(":", 1)[0].rstrip("/")
-        if src and (str(run_dir) == src or str(run_dir).startswith(src + "/")):
-            break
-    else:
+    defaults = (spec.repo, spec.bridge_repo, spec.env.get("HF_HOME"))
+    mounts = list(spec.slurm.mounts) or list(dict.fromkeys(f"{p}:{p}" for p in defaults if p))
+    sources = [m.split(":", 1)[0].rstrip("/") for m in mounts]
+    if not any(src and (str(run_dir) == src or str(run_dir).startswith(src + "/")) for src in sources):
         mounts.append(f"{run_dir}:{run_dir}")
     for m in mounts:
         if not m or m.count(":") not in (1, 2) or not m.split(":", 1)[0]:
