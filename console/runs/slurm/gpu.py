@@ -333,21 +333,15 @@ class NodeSampler:
     def sample_once(self) -> list[Event]:
         """What ``console.runs.sampling.SamplerThread`` calls: a sample of the aimed job when one is
         due (``interval_s``), never an exception (a sampling failure must not end the follower)."""
-        target = self._target
-        if target is None:
+        target, now = self._target, time.monotonic()
+        if target is None or (self.last and now - self.last < self.interval_s):
             return []
+        self.last = now
         try:
-            return self.maybe_sample(*target)
+            return self.sample(*target)
         except Exception as exc:  # noqa: BLE001
             print(f"rl-console follow: node sampling failed: {exc!r}", file=sys.stderr, flush=True)
             return []
-
-    def maybe_sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
-        now = time.monotonic()
-        if self.last and now - self.last < self.interval_s:
-            return []
-        self.last = now
-        return self.sample(job_id, num_nodes, nodes)
 
     def sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
         nodes = list(nodes)
