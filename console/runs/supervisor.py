@@ -48,13 +48,11 @@ COMPACT_ENV = "RL_CONSOLE_EVENTS_COMPACT_BYTES"  # events.jsonl size that trigge
 
 def read_secrets() -> dict[str, Any]:
     """The launcher's secrets from stdin (a pipe, read to its end), then stdin becomes /dev/null."""
-    data: dict[str, Any] = {}
-    try:
+    data: Any = {}
+    with contextlib.suppress(OSError, ValueError):
         if sys.stdin is not None and not sys.stdin.isatty():
             raw = sys.stdin.buffer.read()
             data = json.loads(raw) if raw else {}
-    except (OSError, ValueError):
-        data = {}
     with contextlib.suppress(OSError):
         fd = os.open(os.devnull, os.O_RDONLY)
         os.dup2(fd, 0)
@@ -68,7 +66,6 @@ class Supervisor:
         self.plan: dict[str, Any] = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
         self.steps: list[dict[str, Any]] = self.plan["steps"]
         self.spec: dict[str, Any] = self.plan.get("spec") or {}
-        self.run_id = self.run_dir.name
         self.secrets: dict[str, Any] = secrets or {}
         self.no_space: str | None = None
         self.bus = EventBus(self.run_dir / "events.jsonl")
@@ -242,10 +239,9 @@ class Supervisor:
                 grace = float(read_state(self.run_dir).get("cancel_grace") or 10.0)
             except (OSError, ValueError):
                 grace = 10.0
-        pgids = running_groups(read_state(self.run_dir), run_marker(self.run_dir))
-        self.saw_ray = (
-            terminate_tree(run_marker(self.run_dir), pgids, grace, exclude={os.getpid()}) or self.saw_ray
-        )
+        marker = run_marker(self.run_dir)
+        pgids = running_groups(read_state(self.run_dir), marker)
+        self.saw_ray = terminate_tree(marker, pgids, grace, exclude={os.getpid()}) or self.saw_ray
 
     # ------------------------------------------------------------------ the run
     def run(self) -> int:
@@ -285,10 +281,9 @@ class Supervisor:
         return self.finish()
 
     def _skip(self, index: int, step: dict[str, Any], reason: str) -> None:
-        def skip(state: State) -> None:
-            state["steps"][index].update({"status": "skipped", "reason": reason})
-
-        update_state(self.run_dir, skip)
+        update_state(
+            self.run_dir, lambda s: s["steps"][index].update({"status": "skipped", "reason": reason})
+        )
         self._publish("step_state", step["name"], status="skipped", exit_code=None, reason=reason)
 
     def finish(self) -> int:
