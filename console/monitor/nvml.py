@@ -1,16 +1,12 @@
-"""One tolerant way to ask NVML (``pynvml`` from nvidia-ml-py) anything, shared by the monitor,
-doctor and plan.
+"""One tolerant way to ask NVML (``pynvml`` from nvidia-ml-py) anything, for the monitor, doctor and plan.
 
-``Nvml.query(name, *args)`` never raises: it returns an ``Answer`` whose ``status`` tells a real
-value (``ok``) from "not supported on this GPU", "no permission", "GPU lost", "this driver lacks
-the function" and other errors, so a caller never mistakes a failure for an empty result.
-A function missing from the driver (the nvidia-ml-py package is newer than the driver) is reported
-once in ``notices``, not on every sample. ``query_versioned`` tries ``_v3``, then ``_v2``, then the
-unversioned name (the process lists changed struct twice; old drivers only have the older ones).
+``Nvml.query(name, *args)`` never raises: its ``Answer.status`` tells a value (``ok``) from "not
+supported", "no permission", "GPU lost", "this driver lacks the function" and other errors, so a
+failure never looks like an empty result. A function missing from the (older) driver is reported
+once in ``notices``. ``query_versioned`` tries ``_v3``, ``_v2``, then the unversioned name.
 
-``visible_indexes`` maps ``CUDA_VISIBLE_DEVICES`` (indexes, ``GPU-<uuid>`` or a unique prefix of
-it, ``MIG-<uuid>``) to NVML device indexes the way CUDA reads it: the list ends at the first entry
-that names no device.
+``visible_indexes`` maps ``CUDA_VISIBLE_DEVICES`` (indexes, ``GPU-<uuid>`` or a unique prefix of it,
+``MIG-<uuid>``) to NVML indexes as CUDA reads it: the list ends at the first entry naming no device.
 """
 
 from __future__ import annotations

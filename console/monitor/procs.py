@@ -1,9 +1,8 @@
 """Which processes belong to a run, and whether a recorded process is still the one it was.
 
 Each step runs with ``RL_CONSOLE_RUN_ID=<absolute run folder>`` in its environment; children inherit
-it, so a process that left the step's process group (``setsid``, daemonised Ray workers, workers of
-an external cluster) is still found through ``/proc/<pid>/environ``. Psutil descendants of known
-pids cover processes that cleared their env.
+it, so a process that left the step's group (``setsid``, daemonised Ray workers) is still found
+through ``/proc/<pid>/environ``; psutil descendants of known pids cover those that cleared their env.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Incremental reader of TensorBoard event files under one or more log folders.
-
-Uses tensorboard's own ``EventFileLoader`` (no hand-written record parser). Each file keeps its
-loader, so a poll reads only what was appended, and a record that is still being written is
-retried on the next poll. ``metrics()`` merges all files like NeMo-RL's json_dump_tb_logs.py:
-files in modification-time order, a later file wins on the same (tag, step).
+"""Incremental reader of the TensorBoard event files under log folders, with tensorboard's own
+``EventFileLoader`` (a poll reads what was appended; a record still being written is retried).
+``metrics()`` merges the files as NeMo-RL's json_dump_tb_logs.py: by mtime, a later file wins.
 """
 
 from __future__ import annotations

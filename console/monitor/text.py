@@ -1,8 +1,5 @@
-"""Line cleaning shared by the tailer, the progress parsers and triage.
-
-Logs of RL runs carry ANSI colours, tqdm carriage-return redraws, NUL bytes and invalid UTF-8.
-``clean_line`` turns one physical line (without its trailing newline) into the text parsers see.
-"""
+"""Line cleaning (ANSI colours, tqdm ``\\r`` redraws, NUL bytes, invalid UTF-8) for the tailer, the
+progress parsers and triage: ``clean_line`` is one physical line as the parsers see it."""
 
 from __future__ import annotations
 

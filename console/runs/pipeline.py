@@ -1,8 +1,6 @@
 """The supervisor's monitoring pipeline: tail each step's log, feed the progress parser and the
-triage engine, sample GPUs and the host, and publish everything to ``events.jsonl``.
-
-Every part is fenced: an exception inside the tailer, a parser, the triage engine or a sampler
-disables that part (noted once in supervisor.log) and never reaches the run.
+triage engine, sample GPUs and the host, publish everything to ``events.jsonl``. Every part is
+fenced: an exception inside one disables that part (noted once in supervisor.log), never the run.
 """
 
 from __future__ import annotations
