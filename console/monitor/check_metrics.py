@@ -2,14 +2,12 @@
 
 The assertion language of NeMo-RL's tests/check_metrics.py (``data``, ``min``, ``max``, ``mean``,
 ``median``, ``ratio_above`` with the same argument meanings, plus ``len abs float int round`` and
-``in``), evaluated by walking the ``ast`` instead of ``eval``: anything outside the language
-(attribute access, other names, lambdas, comprehensions, dunder strings, ...) is refused before
-any part of the expression runs. Bounds keep every check cheap: at most ``MAX_NODES`` nodes nested
-``MAX_DEPTH`` deep, integers of at most ``MAX_INT_BITS`` bits (``**`` and ``*`` are refused before
-they compute more), ``round`` with ``|ndigits| <= MAX_NDIGITS``, and ``CPU_LIMIT_S`` of CPU time per
-check; a check beyond them is refused (exit 2), never left to hang. Messages keep NeMo-RL's shapes (``PASS: <check>``,
-``FAIL: <check> (condition evaluated to False)``, ``(key not found: ...)``, ``(index error: ...)``,
-``(error: ...)``). Exit 0 when all pass, 1 when one fails, 2 for a refused or unparsable check.
+``in``), evaluated by walking the ``ast`` instead of ``eval``: anything outside the language is
+refused before any of it runs. Bounds keep every check cheap (``MAX_NODES`` nodes, ``MAX_DEPTH``
+deep, integers of ``MAX_INT_BITS`` bits, ``round`` within ``MAX_NDIGITS``, ``CPU_LIMIT_S`` of CPU):
+beyond them a check is refused (exit 2), never left to hang. Messages keep NeMo-RL's shapes
+(``PASS: <check>``, ``FAIL: <check> (condition evaluated to False)``, ``(key not found: ...)``, ...).
+Exit 0 when all pass, 1 when one fails, 2 for a refused or unparsable check.
 """
 
 from __future__ import annotations

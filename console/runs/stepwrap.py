@@ -147,12 +147,7 @@ def _pump(child: subprocess.Popen[bytes], rfd: int, writer: RedactingWriter) -> 
         else:
             writer.feed(data)
     if code is None:
-        while True:
-            try:
-                code = exit_status(child.wait())
-                break
-            except InterruptedError:
-                continue
+        code = exit_status(child.wait())  # a signal does not interrupt it (PEP 475: retried)
     writer.close()
     return code
 
