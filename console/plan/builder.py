@@ -88,6 +88,20 @@ class _Selected:
     name: str | None = None
     title: str | None = None
 
+    def apply(self, v: Variant) -> None:
+        """Apply a modify variant to this step."""
+        self.variants.append(v)
+        self.extra_args.extend(v.args)
+        self.extra_env.update(v.env)
+
+
+def framework_catalog(framework: str) -> FrameworkCatalog:
+    """The framework's catalog; its CatalogError as a SpecError (bad input: exit 2)."""
+    try:
+        return load_framework(framework)
+    except CatalogError as exc:
+        raise SpecError(str(exc)) from None
+
 
 def _git_checkout(path: str | None, flag: str, framework: str, env_name: str) -> str:
     if not path:
@@ -177,9 +191,7 @@ def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -
             sel = _Selected(st, n)
             for v in mine:
                 if v.mode == "modify" and _targets(v, st):
-                    sel.variants.append(v)
-                    sel.extra_args.extend(v.args)
-                    sel.extra_env.update(v.env)
+                    sel.apply(v)
             chosen.append(sel)
             for v in mine:
                 if v.mode == "rerun" and _targets(v, st):
@@ -200,9 +212,7 @@ def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -
                     sel = _Selected(st, n, variants=[v])
                     for other in mine:  # modify variants that target every train step apply here too
                         if other.mode == "modify" and "*train" in other.targets and st.kind == "train":
-                            sel.variants.append(other)
-                            sel.extra_args.extend(other.args)
-                            sel.extra_env.update(other.env)
+                            sel.apply(other)
                     chosen.append(sel)
         out.extend(chosen)
     return out
@@ -226,10 +236,7 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     its paths show as ``$NEMO_RL_REPO``-style placeholders and its steps resolve against the upstream
     manifest, which a warning says. A checkout given but missing is still an error, and a run always
     needs both checkouts."""
-    try:
-        cat = load_framework(spec.framework)
-    except CatalogError as exc:
-        raise SpecError(str(exc)) from None
+    cat = framework_catalog(spec.framework)
     _check_env(spec.env or {})
     levels, variants = _levels_and_variants(cat, spec)
     warnings: list[str] = []
@@ -430,10 +437,8 @@ def resolve_plan(plan: Plan, inputs: ResolveInputs, source: Source) -> list[Drif
     found: list[DriftRecord] = []
     for step in plan.steps:
         role, config, catalog_args, user_args = inputs.get(step.name, ("repo", None, [], []))
-        if role not in ("repo", "bridge"):
-            continue
-        for d in resolve_step(step, role, config, catalog_args, user_args, source):
-            found.append(d.to_dict())
+        if role in ("repo", "bridge"):
+            found += [d.to_dict() for d in resolve_step(step, role, config, catalog_args, user_args, source)]
     return found
 
 
@@ -474,10 +479,8 @@ def _user_overrides_per_step(
             try:
                 if repo is None:  # no checkout: syntax here, keys in the plan's resolution (manifest)
                     parse_override(text)
-                    out[(config, script)].append(text)
-                    took.append(name)
-                    continue
-                warnings.extend(validate_overrides([text], repo, config, extra_keys=added))
+                else:
+                    warnings.extend(validate_overrides([text], repo, config, extra_keys=added))
             except SpecError as exc:
                 errors.append(exc)
                 continue

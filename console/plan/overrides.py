@@ -129,9 +129,7 @@ def did_you_mean(key: str, keys: list[str]) -> str | None:
     leaf = key.rsplit(".", 1)[-1]
     same_leaf = [k for k in keys if k.rsplit(".", 1)[-1] == leaf]
     pool = same_leaf + difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
-    if not pool:
-        return None
-    return max(pool, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio())
+    return max(pool, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio()) if pool else None
 
 
 def check_unquoted(text: str, script: str) -> list[str]:
