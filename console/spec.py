@@ -50,9 +50,7 @@ class RunSpec:
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
         data = dict(data)
         slurm = SlurmOptions(**(data.pop("slurm", None) or {}))
-        known = {f for f in cls.__dataclass_fields__}
-        kwargs = {k: v for k, v in data.items() if k in known}
-        return cls(slurm=slurm, **kwargs)
+        return cls(slurm=slurm, **{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 def default_runs_dir() -> str:

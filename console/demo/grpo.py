@@ -206,12 +206,8 @@ def train(cfg: Config, tb_dir: Path, device: torch.device) -> int:
     t0 = time.perf_counter()
     say("\n▶ Setting up model and training...")
     policy = TinyPolicy(task.VOCAB, task.PROMPT_LEN * 2 + 2).to(device)
-    reference = copy.deepcopy(policy).eval()
-    for p in reference.parameters():
-        p.requires_grad_(False)
-    gen_policy = copy.deepcopy(policy).eval()
-    for p in gen_policy.parameters():
-        p.requires_grad_(False)
+    reference = copy.deepcopy(policy).eval().requires_grad_(False)
+    gen_policy = copy.deepcopy(policy).eval().requires_grad_(False)
     bridge = load_provider()
     say(f"demo bridge: {bridge.__name__} ({getattr(bridge, '__file__', '?')})")
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr * cfg.lr_scale)

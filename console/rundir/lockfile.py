@@ -19,7 +19,6 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,12 +207,6 @@ def is_locked(path: Path) -> bool:
     return got is False
 
 
-@contextlib.contextmanager
-def exclusive(path: Path, expiry_s: float = 30.0) -> Iterator[LockFile]:
-    """Hold the lock on ``path`` for the ``with`` block (blocks until it is free)."""
-    lock = LockFile(path, expiry_s=expiry_s)
-    lock.acquire()
-    try:
-        yield lock
-    finally:
-        lock.release()
+def exclusive(path: Path, expiry_s: float = 30.0) -> LockFile:
+    """The lock on ``path``, for a ``with`` block that holds it (blocks until it is free)."""
+    return LockFile(path, expiry_s=expiry_s)
