@@ -239,6 +239,12 @@ class CheckCase(TypedDict):
     advice: str
 
 
+class DoctorUv(TypedDict):
+    sync_flags: list[str]
+    sync_value_flags: list[str]
+    run_value_flags: list[str]
+
+
 class DoctorRemedies(TypedDict):
     torch_cuda_arch_list: str
 
@@ -247,6 +253,7 @@ class DoctorCatalog(TypedDict):
     defaults: DoctorDefaults
     # framework -> argv; verl_uv_when: variable -> the values that make verl's wrapper use uv
     interpreters: dict[str, list[str] | dict[str, list[str]]]
+    uv: DoctorUv
     versions: dict[str, list[str]]  # label -> distribution names
     # verified: framework -> commit; a framework -> its wrappers' models
     wrapper_models: dict[str, list[WrapperScript] | dict[str, str]]
@@ -260,7 +267,10 @@ class DoctorCatalog(TypedDict):
 # ---------------------------------------------------------------- compare.toml
 
 
-class CompareDefaults(TypedDict):
+@dataclasses.dataclass
+class CompareDefaults:
+    """compare.toml's [defaults], also the base of ``console.compare.tolerances.Rules``."""
+
     last_k: int
     min_steps: int
     regress_rel: float

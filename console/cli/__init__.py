@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--theme", default=None, help="TUI theme (dark, light, high-contrast)")
     p.add_argument("--version", action="version", version=f"rl-console {__version__}")
+    p.set_defaults(runs_dir=None, open_run=None, log=None)  # no command: the console, as `tui` opens it
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     sp = sub.add_parser("plan", help="print the steps (argv, env, cwd) without running")
@@ -216,10 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = args.command or "tui"
-    if args.command is None:
-        args.runs_dir = None
-        args.open_run = None
-        args.log = None
     if command == "replay":
         args.log = sample_log(args.log)
     if command in NEEDS_TERMINAL and not sys.stdout.isatty():

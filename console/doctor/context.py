@@ -62,11 +62,7 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     """Expand $VAR, ${VAR} and ${VAR:-default} against `env` (never through a shell)."""
 
     def sub(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(3)
-        got = env.get(name)
-        if got:
-            return got
-        return m.group(2) or ""
+        return env.get(m.group(1) or m.group(3)) or m.group(2) or ""
 
     return _VAR_RE.sub(sub, value)
 
@@ -152,15 +148,9 @@ class DoctorContext:
         """The model id or path the run uses."""
         if self.is_demo:
             return None
-        if self.framework == "nemo-rl":
-            named = self.override_value("policy.model_name")
-            if named:
-                return named
-        if self.spec.model:
-            return self.spec.model
-        if self.framework == "verl" and self.setting("MODEL_ID"):
-            return self.setting("MODEL_ID")
-        return self.catalog["defaults"]["model"].get(self.framework)
+        named = self.override_value("policy.model_name") if self.framework == "nemo-rl" else None
+        from_env = self.setting("MODEL_ID") if self.framework == "verl" else None
+        return named or self.spec.model or from_env or self.catalog["defaults"]["model"].get(self.framework)
 
 
 def _main_step(plan: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -213,15 +203,14 @@ def build_context(
     cwd = str(Path(spec.repo).expanduser()) if spec.repo else None
     if step is not None:
         rd = run_dir or ""
-        for key, value in (step.get("env") or {}).items():
-            step_env[key] = expand(fill_run_dir(str(value), rd), base)
+        step_env = {
+            key: expand(fill_run_dir(str(value), rd), base) for key, value in (step.get("env") or {}).items()
+        }
         unset = list(step.get("unset") or [])
         cwd = fill_run_dir(step.get("cwd") or cwd or "", rd) or None
     if "PYTHONPATH" not in step_env and spec.framework != "demo":
         step_env["PYTHONPATH"] = fallback_pythonpath(spec, base)
-    env = {**base, **step_env}
-    for name in unset:
-        env.pop(name, None)
+    env = {k: v for k, v in {**base, **step_env}.items() if k not in unset}
     python = str(spec.extra.get("python") or sys.executable)
     return DoctorContext(
         spec=spec,

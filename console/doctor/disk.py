@@ -89,17 +89,6 @@ def check_disk_space(ctx: DoctorContext) -> Check:
     disk = ctx.catalog["disk"]
     floors = disk["min_free_gib"]
     groups: dict[object, list[Place]] = {}
-    runs_dir = ctx.run_dir or Path(ctx.spec.runs_dir)
-    why = runs_folder_problem(runs_dir)
-    unwritable = (
-        []
-        if why is None
-        else [
-            Item(
-                "runs_unwritable", f"runs folder {runs_dir}: {why}", facts={"path": str(runs_dir), "why": why}
-            )
-        ]
-    )
     for place in places(ctx):
         groups.setdefault(_fs_key(place.path), []).append(place)
     items: list[Item] = []
@@ -119,4 +108,12 @@ def check_disk_space(ctx: DoctorContext) -> Check:
     for item in items:
         if item.case in short:
             item.facts = {"paths": "; ".join(short[item.case])}
-    return combine(CHECK_ID, items + unwritable)
+    runs_dir = ctx.run_dir or Path(ctx.spec.runs_dir)
+    why = runs_folder_problem(runs_dir)
+    if why is not None:
+        items.append(
+            Item(
+                "runs_unwritable", f"runs folder {runs_dir}: {why}", facts={"path": str(runs_dir), "why": why}
+            )
+        )
+    return combine(CHECK_ID, items)

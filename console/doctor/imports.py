@@ -73,11 +73,7 @@ print({MARKER!r} + json.dumps(answer), flush=True)
 
 
 def _under(path: str, root: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
-        return True
-    except ValueError:
-        return False
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
 
 
 def judge_import(

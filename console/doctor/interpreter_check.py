@@ -22,8 +22,9 @@ def check_run_interpreter(ctx: DoctorContext) -> Check:
     items = [_probe_item(ctx, it, where)]
     if it.uses_uv and it.offline:
         items.append(_offline_item(it.offline, "the run's `uv run`"))
-        for off in it.offline_steps:
-            items.append(_offline_item(off, f"`uv run` of {', '.join(off.get('steps') or [])}"))
+        items += [
+            _offline_item(o, f"`uv run` of {', '.join(o.get('steps') or [])}") for o in it.offline_steps
+        ]
     core = _core_item(ctx, it)
     if core is not None:
         items.append(core)
@@ -84,12 +85,10 @@ def _core_item(ctx: DoctorContext, it: RunInterpreter) -> Item | None:
     if not core or not isinstance(core, str) or core.startswith("error:") or ctx.bridge is None:
         return None
     sub = ctx.bridge / ctx.catalog["paths"]["mcore_in_bridge"]
-    try:
-        Path(os.path.realpath(core)).relative_to(os.path.realpath(sub))
+    if Path(os.path.realpath(core)).is_relative_to(os.path.realpath(sub)):
         return Item("ok", f"megatron.core from {core}")
-    except ValueError:
-        return Item(
-            "mcore_elsewhere",
-            f"megatron.core from {core}, not from {sub}",
-            facts={"path": core, "expected": str(sub)},
-        )
+    return Item(
+        "mcore_elsewhere",
+        f"megatron.core from {core}, not from {sub}",
+        facts={"path": core, "expected": str(sub)},
+    )

@@ -20,7 +20,7 @@ from console.doctor.mcore import check_mcore_helpers
 from console.doctor.model import Check, DoctorResult
 from console.doctor.ray_cluster import check_stale_ray
 from console.doctor.repos import check_repo_state
-from console.doctor.result import empty_remedy, overall_verdict
+from console.doctor.result import make_remedy, overall_verdict
 from console.doctor.tools import check_tools
 from console.errors import SpecError
 from console.redact import redact_text
@@ -55,24 +55,24 @@ def _run_one(check_id: str, ctx: DoctorContext) -> Check:
             "status": "warn",
             "evidence": f"check crashed: {type(exc).__name__}: {exc}",
             "advice": "The doctor could not run this check; verify it by hand.",
-            "remedy": empty_remedy(),
+            "remedy": make_remedy(),
         }
     return _redacted(entry)
 
 
 def _redacted(entry: Check) -> Check:
-    remedy = entry.get("remedy") or empty_remedy()
+    remedy = entry.get("remedy") or make_remedy()
     return {
         "id": entry["id"],
         "status": entry["status"],
         "evidence": redact_text(str(entry.get("evidence", ""))),
         "advice": redact_text(str(entry.get("advice", ""))),
-        "remedy": {
-            "env": {k: redact_text(v) for k, v in (remedy.get("env") or {}).items()},
-            "unset": list(remedy.get("unset") or []),
-            "overrides": [redact_text(o) for o in remedy.get("overrides") or []],
-            "commands": [list(c) for c in remedy.get("commands") or []],
-        },
+        "remedy": make_remedy(
+            {k: redact_text(v) for k, v in (remedy.get("env") or {}).items()},
+            remedy.get("unset") or [],
+            [redact_text(o) for o in remedy.get("overrides") or []],
+            remedy.get("commands") or [],
+        ),
     }
 
 
