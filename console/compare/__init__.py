@@ -57,11 +57,8 @@ def compare_runs(
         rows.append(metric_row(rule, al, k, across_seeds))
         lengths.append((len(sa.curves[tags[0]]), len(sb.curves[tags[1]])))
         curves[rule.key] = {"metric": al.name, "steps": al.steps, "baseline": al.base, "candidate": al.cand}
-    timing = []
-    for trule in rules.timing.values():
-        tags = pick_tags(trule.names, sa, sb)
-        if tags is not None:
-            timing.append(timing_row(trule, align(tags, sa, sb), rules, k))
+    picked = [(t, pick_tags(t.names, sa, sb)) for t in rules.timing.values()]
+    timing = [timing_row(t, align(tags, sa, sb), rules, k) for t, tags in picked if tags is not None]
     common = max(
         (r["steps"] for r in rows if r["judged"]), default=max((r["steps"] for r in rows), default=0)
     )

@@ -6,6 +6,7 @@ different experiment (``config``), the seed (``seed``), or context (``info``).""
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ class RunFacts:
     links: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return dict(self.__dict__)
 
 
 def _steps_logs(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -72,9 +73,7 @@ def _recorded_bridge(extra: dict[str, Any]) -> str | None:
 
 def _hardware(series: RunSeries | None, doctor: dict[str, Any]) -> str:
     if series is not None and series.gpu:
-        names: dict[str, int] = {}
-        for peak in series.gpu.values():
-            names[peak.name] = names.get(peak.name, 0) + 1
+        names = Counter(peak.name for peak in series.gpu.values())
         return ", ".join(f"{n}x {name}" for name, n in sorted(names.items()))
     for check in doctor.get("checks") or []:
         if check.get("id") in ("gpus", "devices", "visible_devices") and check.get("evidence"):

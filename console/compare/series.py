@@ -41,11 +41,7 @@ class RunSeries:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, int | float | str):  # bool too: it is an int
         try:
             return float(value)  # "nan" / "inf" as the parsers write them
         except ValueError:
