@@ -186,16 +186,15 @@ def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -
         level = cat.level(n)
         assert level is not None
         mine = [v for v in variants if n in v.levels]
-        chosen: list[_Selected] = []
         for st in level.steps:
             sel = _Selected(st, n)
             for v in mine:
                 if v.mode == "modify" and _targets(v, st):
                     sel.apply(v)
-            chosen.append(sel)
+            out.append(sel)
             for v in mine:
                 if v.mode == "rerun" and _targets(v, st):
-                    chosen.append(
+                    out.append(
                         _Selected(
                             st,
                             n,
@@ -213,8 +212,7 @@ def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -
                     for other in mine:  # modify variants that target every train step apply here too
                         if other.mode == "modify" and "*train" in other.targets and st.kind == "train":
                             sel.apply(other)
-                    chosen.append(sel)
-        out.extend(chosen)
+                    out.append(sel)
     return out
 
 
@@ -283,7 +281,7 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
         pythonpath = ":".join(parts + ([existing] if existing else []))
     ctx.values["pythonpath"] = pythonpath or ""
 
-    remedy = spec.extra.get("remedy") if isinstance(spec.extra, dict) else None
+    remedy = spec.extra.get("remedy")
     remedy = remedy if isinstance(remedy, dict) else {}
     remedy_env = {str(k): str(v) for k, v in (remedy.get("env") or {}).items()}
     _check_env(remedy_env)
@@ -291,20 +289,13 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     remedy_overrides = [str(x) for x in remedy.get("overrides") or []]
     user_overrides = [*spec.overrides, *remedy_overrides]
 
-    bridge_tests = (
-        [str(t) for t in (spec.extra.get("bridge_tests") or [])] if isinstance(spec.extra, dict) else []
-    )
+    bridge_tests = [str(t) for t in spec.extra.get("bridge_tests") or []]
     for t in bridge_tests:
         if "\x00" in t or not bridge or not (Path(bridge) / t.split("::", 1)[0]).exists():
             raise SpecError(f"--bridge-test {t}: not found in the Bridge checkout {bridge or '(none)'}")
 
-    base_env: dict[str, str] = {}
-    if pythonpath is not None:
-        base_env["PYTHONPATH"] = pythonpath
-    for name in cat.pass_env:
-        value = lookup(name)
-        if value:
-            base_env[name] = value
+    base_env = {"PYTHONPATH": pythonpath} if pythonpath is not None else {}
+    base_env |= {name: value for name in cat.pass_env if (value := lookup(name))}
 
     launcher_on = bool(cat.launcher) and not any(lookup(k) == v for k, v in cat.launcher_off.items())
     checkout = CheckoutSource({"repo": repo, "bridge": bridge})

@@ -248,14 +248,9 @@ def _key(arg: str) -> tuple[str, str]:
 def check_override(arg: str, keys: set[str]) -> tuple[str, str | None] | None:
     """(kind, closest) when Hydra would refuse ``arg`` on a config with ``keys``; None when it fits."""
     prefix, key = _key(arg)
-    if prefix == "++":
+    if prefix == "++" or (key in keys) != (prefix == "+"):  # '+' adds a new key, the others need one
         return None
-    present = key in keys
-    if prefix == "+":
-        return ("key_exists", None) if present else None
-    if present:
-        return None
-    return "unknown_key", _closest_key(key, keys)
+    return ("key_exists", None) if prefix == "+" else ("unknown_key", _closest_key(key, keys))
 
 
 def _closest_key(key: str, keys: set[str]) -> str | None:
