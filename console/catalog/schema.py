@@ -39,12 +39,6 @@ T = TypeVar("T")
 # ---------------------------------------------------------------- the check
 
 
-def validate(data: Any, shape: Any, source: str) -> Any:
-    """``data`` as ``shape`` (a TypedDict, a dataclass, or a type such as ``dict[str, X]``), else a
-    ``CatalogError`` naming ``source`` and the first key that does not fit."""
-    return _check(data, shape, source, "")
-
-
 def load_checked(name: str | Path, shape: Callable[..., T]) -> T:
     """Catalog file ``name`` (``"doctor"``) as ``load_toml`` reads it, checked against ``shape`` (a
     TypedDict) once per version of the file, typed as ``shape``."""
@@ -69,7 +63,9 @@ def _fail(source: str, where: str, shape: Any, value: Any) -> CatalogError:
     return CatalogError(f"{source}: {where or 'top level'}: expected {_name(shape)}, got {got}")
 
 
-def _check(value: Any, shape: Any, source: str, where: str) -> Any:
+def validate(value: Any, shape: Any, source: str, where: str = "") -> Any:
+    """``value`` as ``shape`` (a TypedDict, a dataclass, or a type such as ``dict[str, X]``), else a
+    ``CatalogError`` naming ``source`` and the first key (below ``where``) that does not fit."""
     if shape is Any:
         return value
     built_by_class = dataclasses.is_dataclass(shape)
@@ -81,7 +77,7 @@ def _check(value: Any, shape: Any, source: str, where: str) -> Any:
         for key, item in value.items():
             if key not in hints:
                 raise CatalogError(f"{source}: {_join(where, key)}: unknown key")
-            built[key] = _check(item, hints[key], source, _join(where, key))
+            built[key] = validate(item, hints[key], source, _join(where, key))
         missing = [k for k in required if k not in value]
         if missing:
             raise CatalogError(f"{source}: {where or 'top level'}: missing key {', '.join(missing)}")
@@ -91,7 +87,7 @@ def _check(value: Any, shape: Any, source: str, where: str) -> Any:
         errors = []
         for option in get_args(shape):
             try:
-                return _check(value, option, source, where)
+                return validate(value, option, source, where)
             except CatalogError as exc:
                 errors.append((option, exc))
         # a table that fails its table shape: say what is wrong inside it, not "expected table"
@@ -107,12 +103,12 @@ def _check(value: Any, shape: Any, source: str, where: str) -> Any:
         if not isinstance(value, list):
             raise _fail(source, where, shape, value)
         item = get_args(shape)[0]
-        return origin(_check(v, item, source, f"{where}[{i}]") for i, v in enumerate(value))
+        return origin(validate(v, item, source, f"{where}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, dict):
             raise _fail(source, where, shape, value)
         _, item = get_args(shape)
-        return {k: _check(v, item, source, _join(where, k)) for k, v in value.items()}
+        return {k: validate(v, item, source, _join(where, k)) for k, v in value.items()}
     ok = (
         isinstance(value, float | int) and not isinstance(value, bool)
         if shape is float

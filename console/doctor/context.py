@@ -67,10 +67,6 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     return _VAR_RE.sub(sub, value)
 
 
-def _clean_path_list(value: str) -> str:
-    return ":".join(p for p in value.split(":") if p)
-
-
 @dataclass
 class DoctorContext:
     spec: RunSpec
@@ -175,7 +171,7 @@ def fallback_pythonpath(spec: RunSpec, base: Mapping[str, str]) -> str:
         parts.append(str(Path(spec.repo).expanduser()))
     if base.get("PYTHONPATH"):
         parts.append(base["PYTHONPATH"])
-    return _clean_path_list(":".join(parts))
+    return ":".join(p for p in ":".join(parts).split(":") if p)  # no empty entries
 
 
 def _gpus_needed(spec: RunSpec, plan: dict[str, Any] | None, env: Mapping[str, str]) -> int:

@@ -21,9 +21,7 @@ _SIZE_RE = re.compile(r"(?:^|[-_/])(\d+(?:\.\d+)?)([BbMm])(?=$|[-_.])")
 
 def model_params(model: str | None) -> float | None:
     """Parameter count from a model name such as `Qwen/Qwen2.5-0.5B` or `org/foo-600M`; None if unknown."""
-    if not model:
-        return None
-    found = _SIZE_RE.findall(Path(model).name)
+    found = _SIZE_RE.findall(Path(model).name) if model else []
     if not found:
         return None
     number, unit = found[-1]

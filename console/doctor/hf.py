@@ -221,22 +221,15 @@ def check_one(ctx: DoctorContext, model: str, steps: str) -> Check:
     local = local_model_path(ctx, model)
     path = local or snapshot_dir(cache, model)
     offline = _offline(ctx)
-    if ctx.framework == "verl" and local is None:
-        wanted = verl_model_path(ctx)
-        if path is None:
-            return finding(
-                CHECK_ID,
-                "verl_missing",
-                f"{model}: no MODEL_PATH {wanted} and no snapshot under {cache}",
-                make_remedy(commands=[["hf", "download", model, "--local-dir", str(wanted)]]),
-                model=model,
-                path=str(wanted),
-            )
+    if path is None and ctx.framework == "verl":  # (local is None too: path would be it)
+        wanted = str(verl_model_path(ctx))
+        download = make_remedy(commands=[["hf", "download", model, "--local-dir", wanted]])
+        evidence = f"{model}: no MODEL_PATH {wanted} and no snapshot under {cache}"
+        return finding(CHECK_ID, "verl_missing", evidence, download, model=model, path=wanted)
     if path is None:
         case = "missing_offline" if offline else "missing"
-        return finding(
-            CHECK_ID, case, f"{model}{steps}: no snapshot under {cache}", model=model, cache=str(cache)
-        )
+        evidence = f"{model}{steps}: no snapshot under {cache}"
+        return finding(CHECK_ID, case, evidence, model=model, cache=str(cache))
     probe, label = _load(ctx, [path])
     answer = probe.payload
     if answer is not None and "paths" in answer:

@@ -114,20 +114,13 @@ class RunInterpreter:
         }
 
 
-def _python_index(argv: list[str]) -> int | None:
-    for i, arg in enumerate(argv):
-        if Path(arg).name in PYTHON_NAMES:
-            return i
-    return None
-
-
 def interpreter_command(ctx: DoctorContext) -> tuple[list[str], dict[str, str], str | None, str]:
     """(argv prefix, env, cwd, source) the run starts Python with."""
     if ctx.is_demo:
         return [sys.executable], dict(ctx.env), ctx.cwd, "the console's own interpreter (the demo runs in it)"
     for step in ctx.steps():
         argv = [str(a) for a in step.get("argv") or []]
-        idx = _python_index(argv)
+        idx = next((i for i, arg in enumerate(argv) if Path(arg).name in PYTHON_NAMES), None)
         if step.get("name") == "bridge-import" and idx is not None:
             env = dict(ctx.env)
             for key, value in (step.get("env") or {}).items():

@@ -32,11 +32,10 @@ def check_run_interpreter(ctx: DoctorContext) -> Check:
 
 
 def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
+    if it.case == "no_uv" and ctx.framework == "verl":
+        return Item("no_uv_verl", f"{where}: uv is not on PATH", make_remedy(env={"VERL_USE_UV": "0"}))
     if it.case == "no_uv":
-        remedy = make_remedy(env={"VERL_USE_UV": "0"}) if ctx.framework == "verl" else make_remedy()
-        return Item(
-            "no_uv_verl" if ctx.framework == "verl" else "no_uv", f"{where}: uv is not on PATH", remedy
-        )
+        return Item("no_uv", f"{where}: uv is not on PATH")
     if it.case == "no_python":
         return Item("no_python", f"{where}: {it.problem}")
     if it.case == "no_env":

@@ -62,20 +62,10 @@ def check_mcore_helpers(ctx: DoctorContext) -> Check:
         return finding(CHECK_ID, "ok", f"{expected} present; {config_note}")
     others = sorted(p.name for p in datasets.glob("helpers_cpp*") if p.is_file()) if datasets.is_dir() else []
     if others:
-        return finding(
-            CHECK_ID,
-            "suffixless",
-            f"{datasets}: {', '.join(others)} but no helpers_cpp{ext}; {config_note}",
-            build,
-            ext=ext,
-        )
-    writable = os.access(datasets, os.W_OK)
-    case = "not_built_no_config" if not config else "not_built_writable" if writable else "not_built"
-    return finding(
-        CHECK_ID,
-        case,
-        f"{datasets}: no helpers_cpp{ext}; {config_note}",
-        build,
-        ext=ext,
-        datasets=str(datasets),
-    )
+        case, what = "suffixless", f"{', '.join(others)} but no helpers_cpp{ext}"
+    else:
+        writable = os.access(datasets, os.W_OK)
+        case = "not_built_no_config" if not config else "not_built_writable" if writable else "not_built"
+        what = f"no helpers_cpp{ext}"
+    evidence = f"{datasets}: {what}; {config_note}"
+    return finding(CHECK_ID, case, evidence, build, ext=ext, datasets=str(datasets))

@@ -22,10 +22,8 @@ def write_doctor_json(run_dir: Path, result: DoctorResult) -> Path:
 
 
 def preflight(spec: RunSpec, plan: Any, run_dir: Path | None) -> DoctorResult:
-    """Run every check for `spec`/`plan`; write `<run_dir>/doctor.json` when a run folder is given.
-
-    The caller refuses to start when `result["verdict"] == "block"` unless the user chose --no-doctor.
-    """
+    """Run every check for `spec`/`plan`; write `<run_dir>/doctor.json` when a run folder is given
+    (the caller refuses to start on a "block" verdict unless the user chose --no-doctor)."""
     result = run_doctor(spec, plan, run_dir=run_dir)
     if run_dir is not None:
         write_doctor_json(Path(run_dir), result)

@@ -29,10 +29,6 @@ def ray_processes() -> list[tuple[int, str]]:
     return [(p.info["pid"], p.info["name"]) for p in procs if p.info.get("name") in RAY_PROCESS_NAMES]
 
 
-def current_cluster_file(ctx: DoctorContext) -> Path:
-    return Path(ctx.env.get("RAY_TMPDIR") or "/tmp") / "ray" / "ray_current_cluster"
-
-
 def detect_cluster(ctx: DoctorContext) -> RayCluster:
     lister = ctx.probes.processes or ray_processes
     procs = [(pid, name) for pid, name in lister() if name in RAY_PROCESS_NAMES]
@@ -44,7 +40,7 @@ def detect_cluster(ctx: DoctorContext) -> RayCluster:
         return RayCluster(True, explicit, pids, f"RAY_ADDRESS={explicit}; " + (names or no_procs))
     if not procs:
         return RayCluster(False, None, [], "no gcs_server/raylet process on this node")
-    marker = current_cluster_file(ctx)
+    marker = Path(ctx.env.get("RAY_TMPDIR") or "/tmp") / "ray" / "ray_current_cluster"
     try:
         bootstrap = marker.read_text().strip() if marker.is_file() else ""
     except OSError:

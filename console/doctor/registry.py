@@ -85,16 +85,10 @@ def run_doctor(
     run_dir: Path | None = None,
     context: DoctorContext | None = None,
 ) -> DoctorResult:
-    """Run the preflight checks; returns `{"verdict": "ok|warn|block", "checks": [...], "interpreter": {...}}`.
-
-    `interpreter` (present when a check probed it) is the run's own interpreter: its command,
-    executable, Python version, EXT_SUFFIX and the versions of torch, vLLM, Megatron-Core,
-    TransformerEngine, transformers and Ray as it imports them (None: not installed).
-
-    `plan` is a `console.plan.Plan` (or its dict); without one the procedures' PYTHONPATH is computed
-    from the spec. `checks` picks ids (default all, in report order); `probes` replaces machine readings
-    (tests); `context` replaces the whole context (tests).
-    """
+    """Run the preflight checks (``checks``: ids, default all, in report order), concurrently: a
+    ``DoctorResult`` (console/doctor/model.py; ``interpreter``: ``RunInterpreter.to_dict``). ``plan``:
+    a ``console.plan.Plan`` or its dict (without one the procedures' PYTHONPATH is computed from the
+    spec); ``probes`` replaces machine readings, ``context`` the whole context (tests)."""
     wanted = list(checks) if checks else list(CHECK_IDS)
     unknown = [c for c in wanted if c not in CHECKS]
     if unknown:
