@@ -50,9 +50,7 @@ def _repo_state(
         if not argv or argv[0] != "git" or "-C" not in argv:
             continue
         target = argv[argv.index("-C") + 1] if argv.index("-C") + 1 < len(argv) else ""
-        is_bridge = "{bridge}" in target or (which == "bridge" and repo_path and target == repo_path)
-        is_repo = "{repo}" in target or (which == "repo" and repo_path and target == repo_path)
-        if (which == "bridge" and not is_bridge) or (which == "repo" and not is_repo):
+        if not ("{" + which + "}" in target or (repo_path and target == repo_path)):
             continue
         seen = True
         log = (verdict["steps"].get(s.get("name") or "") or {}).get("log")
@@ -60,12 +58,11 @@ def _repo_state(
         if "rev-parse" in argv and out:
             commit = out[-1].strip()
         elif "status" in argv and log:
-            files = [
+            dirty = [
                 ln[3:].strip() if len(ln) > 3 else ln.strip()
                 for ln in out
                 if len(ln) > 2 and ln[:2].strip() in ("M", "A", "D", "R", "C", "U", "??", "MM", "AM")
             ]
-            dirty = files
     if not seen and not repo_path:
         return None
     head = commit or "commit not recorded"

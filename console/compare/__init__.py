@@ -38,11 +38,8 @@ def compare_runs(
     rules = load_rules("nemo-rl")
     fb = read_facts(baseline, sa, rules)
     fc = read_facts(candidate, sb, rules)
-    framework = (
-        fc.framework
-        if fc.framework in known_frameworks()
-        else (fb.framework if fb.framework in known_frameworks() else guess_framework(sa.tags & sb.tags))
-    )
+    framework = next((f for f in (fc.framework, fb.framework) if f in known_frameworks()), None)
+    framework = framework or guess_framework(sa.tags & sb.tags)
     rules = apply_overrides(load_rules(framework), tolerances or [], sa.tags & sb.tags)
     k = last_k or rules.last_k
     diffs = differences(fb, fc, rules)

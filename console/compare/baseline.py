@@ -221,7 +221,5 @@ def finish_pair(base_dir: Path, cand_dir: Path) -> int:
         print(f"report of {cand_dir.name} not written: {exc}", file=sys.stderr)
     print("\n--- Baseline comparison ---")
     print(text(result), end="")
-    verdict = read_state(cand_dir).get("verdict")
-    if verdict != "Pass":
-        return exitcodes.for_verdict(verdict)
-    return VERDICT_EXIT[result["verdict"]]
+    verdict = read_state(cand_dir).get("verdict")  # the candidate's own exit code unless it passed
+    return exitcodes.for_verdict(verdict) if verdict != "Pass" else VERDICT_EXIT[result["verdict"]]

@@ -45,10 +45,6 @@ class RunFacts:
         return dict(self.__dict__)
 
 
-def _steps_logs(state: Mapping[str, Any]) -> dict[str, Any]:
-    return {"steps": {s.get("name"): {"log": s.get("log")} for s in state.get("steps") or []}}
-
-
 def _git_line(
     run_dir: Path, plan: dict[str, Any], state: Mapping[str, Any], path: str | None, which: str
 ) -> str | None:
@@ -56,7 +52,8 @@ def _git_line(
     from console.report import _repo_state  # the report's own reading of the git steps
 
     try:
-        return _repo_state(run_dir, plan.get("steps") or [], _steps_logs(state), path, which)
+        logs = {"steps": {s.get("name"): {"log": s.get("log")} for s in state.get("steps") or []}}
+        return _repo_state(run_dir, plan.get("steps") or [], logs, path, which)
     except (OSError, KeyError, TypeError, ValueError):
         return None
 
@@ -122,10 +119,6 @@ def read_facts(run_dir: Path, series: RunSeries | None, rules: Rules) -> RunFact
     )
 
 
-def _ignored(key: str, rules: Rules) -> bool:
-    return any(fnmatch.fnmatchcase(key, pat) for pat in rules.ignore_override_keys)
-
-
 def differences(base: RunFacts, cand: RunFacts, rules: Rules) -> list[dict[str, Any]]:
     """Every field that differs: ``{"field", "baseline", "candidate", "kind"}``."""
     out: list[dict[str, Any]] = []
@@ -155,7 +148,8 @@ def differences(base: RunFacts, cand: RunFacts, rules: Rules) -> list[dict[str, 
     for key in sorted(set(base.overrides) | set(cand.overrides)):
         if key in seed_keys:
             continue
-        kind = "info" if _ignored(key, rules) else "config"
+        ignored = any(fnmatch.fnmatchcase(key, pat) for pat in rules.ignore_override_keys)
+        kind = "info" if ignored else "config"
         add(
             f"override {key}",
             base.overrides.get(key, "(not set)"),

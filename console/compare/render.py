@@ -18,9 +18,7 @@ def num(x: Any, digits: int = 4) -> str:
     v = float(x)
     if v == 0:
         return "0"
-    if abs(v) >= 1e5 or abs(v) < 1e-3:
-        return f"{v:.{digits - 1}e}"
-    return f"{v:.{digits}g}"
+    return f"{v:.{digits - 1}e}" if abs(v) >= 1e5 or abs(v) < 1e-3 else f"{v:.{digits}g}"
 
 
 def pct(x: Any) -> str:

@@ -55,20 +55,13 @@ def _catalog() -> CompareCatalog:
 
 
 def known_frameworks() -> list[str]:
-    return sorted(_catalog().get("frameworks", {}))
+    return sorted(_catalog()["frameworks"])
 
 
 def _tables(framework: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    frameworks = _catalog().get("frameworks", {})
-    table = frameworks.get(framework) or {}
-    metrics: dict[str, Any] = {}
-    timing: dict[str, Any] = {}
-    parent = table.get("inherit")
-    if parent:
-        metrics, timing = _tables(str(parent))
-    metrics = {**metrics, **(table.get("metrics") or {})}
-    timing = {**timing, **(table.get("timing") or {})}
-    return metrics, timing
+    table = _catalog()["frameworks"].get(framework) or {}
+    metrics, timing = _tables(table["inherit"]) if table.get("inherit") else ({}, {})
+    return {**metrics, **table.get("metrics", {})}, {**timing, **table.get("timing", {})}
 
 
 def _metric_rule(key: str, raw: dict[str, Any]) -> MetricRule:
