@@ -208,11 +208,10 @@ def render_json(
     coverage = f"Level {'/'.join(str(x) for x in levels) or '0'}" + (
         f"; variants: {', '.join(variants)}" if variants else "; no variants requested"
     )
-    model = spec.get("model") or (
-        "demo toy policy (console.demo)"
-        if framework == "demo"
-        else "the wrapper's default model (see the command)"
-    )
+    if framework == "demo":
+        model = spec.get("model") or "demo toy policy (console.demo)"
+    else:
+        model = spec.get("model") or "the wrapper's default model (see the command)"
     commands = [command_line(s, run_dir) for s in plan_steps if s.get("kind") == "train"]
     evidence: dict[str, Any] = {"commands": commands, "key_lines": _key_lines(v)}
     if framework != "demo":

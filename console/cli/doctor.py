@@ -69,10 +69,6 @@ def progress_line(what: str) -> Iterator[None]:
         sys.stderr.flush()
 
 
-def exit_code(result: DoctorResult) -> int:
-    return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
     from console.plan import build_plan
 
@@ -85,4 +81,4 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(format_table(result))
-    return exit_code(result)
+    return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS

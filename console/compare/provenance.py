@@ -91,11 +91,8 @@ def read_facts(run_dir: Path, series: RunSeries | None, rules: Rules) -> RunFact
     )
     seed_keys = [k for k in overrides if k.rsplit(".", 1)[-1] in rules.seed_key_suffixes]
     seed = ",".join(f"{k}={overrides[k]}" for k in sorted(seed_keys)) or DEFAULT_SEED
-    env: dict[str, str] = {}
-    for step in plan.get("steps") or []:
-        if step.get("kind") == "train":
-            env.update({str(k): str(v) for k, v in (step.get("env") or {}).items()})
-    env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+    envs = [s.get("env") or {} for s in plan.get("steps") or [] if s.get("kind") == "train"]
+    env = {str(k): str(v) for e in [*envs, spec.get("env") or {}] for k, v in e.items()}  # the spec's win
     bridge = _recorded_bridge(extra) or _git_line(run_dir, plan, state, spec.get("bridge_repo"), "bridge")
     repo = _git_line(run_dir, plan, state, spec.get("repo"), "repo") if spec.get("repo") else None
     links = {k: str(state[k]) for k in ("baseline_run", "candidate_run", "linked_from") if state.get(k)}

@@ -274,9 +274,8 @@ def _as_bool(text: str) -> bool:
     raise ValueError(text)
 
 
-def apply_overrides(cfg: Config, overrides: list[str]) -> list[str]:
+def apply_overrides(cfg: Config, overrides: list[str]) -> None:
     """Apply ``KEY=VALUE`` overrides (later wins); SystemExit(2) with Hydra's wording on a bad one."""
-    applied: list[str] = []
     for text in overrides:
         key, sep, value = text.lstrip("+").partition("=")
         if not sep or key not in OVERRIDE_KEYS:
@@ -296,8 +295,6 @@ def apply_overrides(cfg: Config, overrides: list[str]) -> list[str]:
             print(f"Could not override '{key}': must be >= 1", file=sys.stderr)
             raise SystemExit(2)
         setattr(cfg, field_name, parsed)
-        applied.append(f"{key}={value}")
-    return applied
 
 
 def make_deterministic(device: torch.device) -> None:

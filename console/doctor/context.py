@@ -104,21 +104,13 @@ class DoctorContext:
         return self.env.get(name, default)
 
     def overrides(self) -> list[str]:
-        """Hydra overrides of the spec and of the main step's argv."""
-        out = list(self.spec.overrides)
-        for step in self.steps():
-            out.extend(
-                a for a in step.get("argv") or [] if isinstance(a, str) and "=" in a and not a.startswith("-")
-            )
-        return out
+        """Hydra overrides of the spec and of the plan steps' argv."""
+        argv = [a for step in self.steps() for a in step.get("argv") or [] if isinstance(a, str)]
+        return [*self.spec.overrides, *(a for a in argv if "=" in a and not a.startswith("-"))]
 
     def override_value(self, key: str) -> str | None:
-        value = None
-        for item in self.overrides():
-            k, _, v = item.partition("=")
-            if k.lstrip("+") == key:
-                value = v
-        return value
+        values = [v for k, _, v in (o.partition("=") for o in self.overrides()) if k.lstrip("+") == key]
+        return values[-1] if values else None  # the last one wins, as in Hydra
 
     def step_running(self, *argv_parts: str) -> str | None:
         """Name of the first plan step whose argv contains all of `argv_parts`, if any."""

@@ -93,12 +93,8 @@ def pin_remedy(ctx: DoctorContext, path: Path) -> Remedy:
 
 def _override(argv: list[str], key: str) -> str | None:
     """The value Hydra ends with for `key` in an argv (the last `key=`, `+key=` or `++key=` wins)."""
-    value = None
-    for arg in argv:
-        k, sep, v = str(arg).partition("=")
-        if sep and k.lstrip("+") == key:
-            value = v.strip("'\"")
-    return value
+    values = [v for k, sep, v in (str(a).partition("=") for a in argv) if sep and k.lstrip("+") == key]
+    return values[-1].strip("'\"") if values else None
 
 
 def step_models(ctx: DoctorContext) -> dict[str, list[str]]:

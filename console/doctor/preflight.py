@@ -14,11 +14,9 @@ from console.spec import RunSpec
 DOCTOR_FILE = "doctor.json"
 
 
-def write_doctor_json(run_dir: Path, result: DoctorResult) -> Path:
+def write_doctor_json(run_dir: Path, result: DoctorResult) -> None:
     """Write `doctor.json` atomically (tmp + fsync + rename). The result is already redacted."""
-    target = run_dir / DOCTOR_FILE
-    write_json_atomic(target, result)
-    return target
+    write_json_atomic(run_dir / DOCTOR_FILE, result)
 
 
 def preflight(spec: RunSpec, plan: Any, run_dir: Path | None) -> DoctorResult:

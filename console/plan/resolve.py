@@ -14,7 +14,6 @@ Sources: a real checkout (``CheckoutSource``), or, when none is given, the upstr
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from console.catalog import CATALOG_DIR
+from console.fileio import read_json
 from console.plan.model import DriftRecord
 
 MANIFEST_PATH = CATALOG_DIR / "upstream_manifest.json"
@@ -201,10 +201,7 @@ def manifest_commits(
 
 @cache
 def load_manifest(path: str = str(MANIFEST_PATH)) -> dict[str, Any]:
-    try:
-        manifest: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    manifest: dict[str, Any] = read_json(Path(path), {})  # {}: missing or unreadable
     return manifest
 
 

@@ -22,6 +22,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from console.fileio import read_json
+
 FALLBACK_ERRNOS = frozenset({errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOLCK})
 _flock = fcntl.flock  # the OS boundary (tests inject an errno here)
 
@@ -45,10 +47,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def read_owner(excl: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(excl.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = read_json(excl)
     return data if isinstance(data, dict) else None
 
 
