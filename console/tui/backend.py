@@ -17,9 +17,10 @@ from console.errors import ConsoleError
 if TYPE_CHECKING:
     from console.catalog import FrameworkCatalog
     from console.doctor.model import DoctorResult
+    from console.monitor.gpu import GpuSampler
+    from console.monitor.host import HostSampler
     from console.plan import LevelInfo, Plan
     from console.spec import RunSpec
-    from console.triage.model import TriageResult
 
 
 def build_plan(spec: RunSpec) -> Plan:
@@ -102,12 +103,6 @@ def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
     return Path(rerun_with_remedy(run_dir, remedy))
 
 
-def triage_files(paths: list[Path]) -> TriageResult:
-    from console.triage.scan import triage_files
-
-    return triage_files(paths)
-
-
 def triage_in_subprocess(paths: list[Path], stop: Callable[[], bool]) -> dict[str, Any] | None:
     """``rl-console triage --json`` in a child process: a multi-GB log's scan never holds the
     console's GIL (the view stays responsive). The child is killed, and None returned, once ``stop()``."""
@@ -160,20 +155,13 @@ def render_report(run_dir: Path) -> str:
     return render_markdown(run_dir)
 
 
-def host_sampler(run_dir: Path) -> Any:
+def host_sampler(run_dir: Path) -> HostSampler:
     from console.monitor.host import HostSampler, default_disk_paths
 
     return HostSampler(default_disk_paths(run_dir))
 
 
-def gpu_sampler() -> Any:
+def gpu_sampler() -> GpuSampler:
     from console.monitor.gpu import GpuSampler
 
     return GpuSampler()
-
-
-def as_data(sample: Any) -> dict[str, Any]:
-    """A sampler's snapshot as the event payload dict (``to_event_data``), or the dict itself."""
-    if hasattr(sample, "to_event_data"):
-        return dict(sample.to_event_data())
-    return dict(sample) if isinstance(sample, dict) else {}

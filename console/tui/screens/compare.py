@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Label, Static
 
 from console.compare.render import gib, match_line, metric_table, num, pct, timing_table
-from console.tui.messages import TaskDone
+from console.tui.messages import TaskDone, task_done
 from console.tui.widgets.footer import ConsoleFooter
 
 LARGE = (120, 40)  # plots instead of sparklines from this terminal size on
@@ -61,20 +61,6 @@ def spark_pair(base: list[float], cand: list[float], width: int) -> tuple[str, s
 
 
 class CompareScreen(Screen[None]):
-    DEFAULT_CSS = """
-    #cmp-title { height: 1; padding: 0 1; background: $panel; }
-    #cmp-verdict { height: auto; padding: 0 1; }
-    #cmp-match { height: auto; padding: 0 1; color: $text-muted; }
-    #cmp-body { height: 1fr; }
-    #cmp-body DataTable { height: auto; max-height: 16; }
-    .cmp-section { height: 1; padding: 0 1; text-style: bold; color: $primary; margin-top: 1; }
-    .cmp-curve { height: 2; }
-    .cmp-curve Label { width: 24; padding: 0 1; }
-    .cmp-curve Static { width: 1fr; height: 2; }
-    .cmp-plots { height: 14; }
-    .cmp-plots PlotextPlot { width: 1fr; height: 14; }
-    #cmp-diffs { height: auto; padding: 0 1; }
-    """
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("s", "swap", "Swap sides"),
@@ -106,10 +92,7 @@ class CompareScreen(Screen[None]):
         """The pair comes in as arguments: a swap meanwhile never mixes the sides."""
         from console.compare import compare_runs
 
-        try:
-            self.post_message(TaskDone("compare", compare_runs(baseline, candidate)))
-        except Exception as exc:  # noqa: BLE001 - one line on the screen, never a crash
-            self.post_message(TaskDone("compare", None, error=str(exc)))
+        self.post_message(task_done("compare", lambda: compare_runs(baseline, candidate)))
 
     def action_swap(self) -> None:
         self.baseline, self.candidate = self.candidate, self.baseline

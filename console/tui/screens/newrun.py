@@ -22,7 +22,7 @@ from console.commandtext import command_line
 from console.redact import redact_text
 from console.spec import FRAMEWORKS, LAUNCHERS, RunSpec, make_spec
 from console.tui import backend
-from console.tui.messages import TaskDone
+from console.tui.messages import TaskDone, task_done
 from console.tui.widgets.footer import ConsoleFooter
 
 if TYPE_CHECKING:  # console.plan imports Hydra: the screen gets it through backend, when used
@@ -434,12 +434,7 @@ class NewRunScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="newrun-overrides")
     def check_overrides(self, overrides: list[str], repo: str | None) -> None:
-        try:
-            result = backend.validate_overrides(overrides, repo=repo)
-        except Exception as exc:  # noqa: BLE001 - the one-line SpecError is the message
-            self.post_message(TaskDone("overrides", error=str(exc)))
-            return
-        self.post_message(TaskDone("overrides", result))
+        self.post_message(task_done("overrides", lambda: backend.validate_overrides(overrides, repo=repo)))
 
     # -- spec --------------------------------------------------------------------------------
     def _overrides(self) -> list[str]:
