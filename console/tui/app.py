@@ -160,7 +160,7 @@ class ConsoleApp(App[int]):
 
         self.push_screen(ReportScreen(run_dir))
 
-    def open_new_run(self) -> None:
+    def action_new_run(self) -> None:
         from console.tui.screens.newrun import NewRunScreen
 
         self.push_screen(NewRunScreen(self.runs_dir))
@@ -183,7 +183,7 @@ class ConsoleApp(App[int]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand(
-            "New run", "Choose levels, preview commands, preflight, launch", self.open_new_run
+            "New run", "Choose levels, preview commands, preflight, launch", self.action_new_run
         )
         yield SystemCommand(
             "Open log for triage",

@@ -13,12 +13,7 @@ from console.tui import backend
 def explain(finding: dict[str, Any], primary: dict[str, Any] | None, framework: str | None) -> dict[str, Any]:
     """cause/advice/remedy of ``finding``: the triage's own for the primary, else the class's."""
     cls = str(finding.get("class") or "")
-    is_primary = (
-        primary is not None
-        and bool(primary)
-        and primary.get("class") == cls
-        and primary.get("line") == finding.get("line")
-    )
+    is_primary = bool(primary and primary.get("class") == cls and primary.get("line") == finding.get("line"))
     try:
         info = backend.failure_class(cls, framework or "")
     except Exception:  # noqa: BLE001 - an unknown class still shows its evidence

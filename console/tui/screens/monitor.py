@@ -36,6 +36,8 @@ from console.tui.logfollow import LogFollower
 from console.tui.messages import HostSampled, LogLines, RunUpdated, TaskDone, task_done
 from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.screens.compare import compare_selected
+from console.tui.screens.dialogs import ConfirmDialog, confirm_cancel
 from console.tui.screens.findingtext import finding_text
 from console.tui.widgets.footer import ConsoleFooter
 from console.tui.widgets.logview import KEEP_LINES, LogView
@@ -636,22 +638,16 @@ class MonitorScreen(Screen[None]):
         )
 
     def action_compare(self) -> None:
-        from console.tui.screens.compare import compare_selected
-
         compare_selected(self, self.run_dir)
 
     def action_report(self) -> None:
         self.app.open_report(self.run_dir)  # type: ignore[attr-defined]
 
     def action_cancel(self) -> None:
-        from console.tui.screens.dialogs import confirm_cancel
-
         live = self.snapshot is not None and self.snapshot.status in LIVE_STATUSES
         confirm_cancel(self, self.run_dir, self.run_dir.name, live)
 
     def action_rerun_fix(self) -> None:
-        from console.tui.screens.dialogs import ConfirmDialog
-
         primary = ((self.snapshot.triage if self.snapshot else None) or {}).get("primary")
         if not _has_fix(primary) and self._verdict:
             primary = self._verdict.get("primary") or primary

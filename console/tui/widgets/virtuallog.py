@@ -22,12 +22,9 @@ from textual.strip import Strip
 from textual.worker import get_current_worker
 
 from console.tui.lineindex import LineIndex
+from console.tui.widgets.logview import LogHighlighter
 
 FOLLOW_POLL_S = 0.25
-_LEVELS = (
-    (re.compile(r"\b(ERROR|Error|FAILED|Traceback|CRITICAL|FATAL)\b"), "bold red"),
-    (re.compile(r"\b(WARNING|WARN|Warning)\b"), "yellow"),
-)
 
 
 @dataclass
@@ -53,7 +50,7 @@ class VirtualLogView(ScrollView, can_focus=True):
         self.index: LineIndex | None = None
         self.target: int | None = None  # 1-based line to show highlighted
         self._pending_goto: int | None = None
-        self.search: re.Pattern[str] | None = None
+        self.highlighter = LogHighlighter()  # error/warning words and the search term
         self.follow = False
         self._width = 0
         self._generation = 0
@@ -157,7 +154,7 @@ class VirtualLogView(ScrollView, can_focus=True):
         return True
 
     def set_search(self, text: str) -> None:
-        self.search = re.compile(re.escape(text), re.IGNORECASE) if text else None
+        self.highlighter.search = re.compile(re.escape(text), re.IGNORECASE) if text else None
         self.refresh()
 
     # -- rendering -----------------------------------------------------------------------------
@@ -170,12 +167,7 @@ class VirtualLogView(ScrollView, can_focus=True):
         text = self.index.line(number)
         gutter_w = max(6, len(str(self.index.line_count)) + 1)
         body = Text(text, no_wrap=True, end="")
-        for rx, style in _LEVELS:
-            for m in rx.finditer(text):
-                body.stylize(style, m.start(), m.end())
-        if self.search is not None:
-            for m in self.search.finditer(text):
-                body.stylize("reverse bold", m.start(), m.end())
+        self.highlighter.highlight(body)
         base = self.rich_style
         if number == self.target:
             base = base + self.get_component_rich_style("virtuallog--target")
