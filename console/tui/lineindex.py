@@ -25,6 +25,8 @@ from bisect import bisect_right
 from collections import OrderedDict
 from pathlib import Path
 
+import numpy as np
+
 from console.monitor.tailer import Tailer
 from console.monitor.text import clean_line
 
@@ -34,21 +36,11 @@ CHUNK = 16 << 20
 MAX_LINE = 4096
 CACHE_LINES = 20_000
 
-try:  # numpy (a dependency of tensorboard) finds newlines in C; the fallback is a find() loop
-    import numpy as _np
-except ImportError:  # pragma: no cover - exercised only without numpy
-    _np = None  # type: ignore[assignment]  # the module, or None where numpy is missing
-
 
 def _newlines(chunk: bytes) -> list[int]:
-    """Positions of every ``\\n`` in ``chunk``."""
-    if _np is not None:
-        return _np.flatnonzero(_np.frombuffer(chunk, dtype=_np.uint8) == 10).tolist()
-    out, find, pos = [], chunk.find, chunk.find(b"\n")
-    while pos >= 0:
-        out.append(pos)
-        pos = find(b"\n", pos + 1)
-    return out
+    """Positions of every ``\\n`` in ``chunk`` (found by numpy, in C)."""
+    positions: list[int] = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10).tolist()
+    return positions
 
 
 class LineIndex:
@@ -152,19 +144,18 @@ class LineIndex:
     def _add_newlines(self, base: int, nls: list[int]) -> None:
         if not nls:
             return
-        if _np is not None and len(nls) > 4 * STRIDE:
+        if len(nls) > 4 * STRIDE:
             self._add_many(base, nls)
         else:
             self._add_line_starts([base + p + 1 for p in nls])
 
     def _add_many(self, base: int, nls: list[int]) -> None:
         """Vectorised :meth:`_add_line_starts` for big chunks with no long gap (same checkpoints)."""
-        assert _np is not None
-        starts = _np.asarray(nls, dtype=_np.int64) + (base + 1)
-        if int(starts[0]) - self._last_start > GAP or bool((_np.diff(starts) > GAP).any()):
+        starts = np.asarray(nls, dtype=np.int64) + (base + 1)
+        if int(starts[0]) - self._last_start > GAP or bool((np.diff(starts) > GAP).any()):
             self._add_line_starts(starts.tolist())
             return
-        numbers = _np.arange(self._lines + 1, self._lines + 1 + len(starts), dtype=_np.int64)
+        numbers = np.arange(self._lines + 1, self._lines + 1 + len(starts), dtype=np.int64)
         pick = ((numbers - int(self._cp_line[-1])) % STRIDE) == 0
         self._cp_line.extend(numbers[pick].tolist())
         self._cp_off.extend(starts[pick].tolist())

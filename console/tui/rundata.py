@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -54,11 +54,8 @@ class RunRow:
     path: Path
     status: str = "?"
     verdict: str | None = None
-    framework: str = "?"
-    levels: list[int] = field(default_factory=list)
     step_index: int = 0
     step_count: int = 0
-    step_name: str = ""
     progress_step: int | None = None
     progress_total: int | None = None
     created: float = 0.0
@@ -81,19 +78,13 @@ class RunRow:
 
 def row_from(run_dir: Path, state: Mapping[str, Any]) -> RunRow:
     """The Home screen's line for a run, from its current state (see ``RunStore.states``)."""
-    spec = read_json(run_dir / "spec.json") or {}
-    steps = state.get("steps") or []
-    idx = int(state.get("current_step") or 0)
     row = RunRow(
         id=str(state.get("id") or run_dir.name),
         path=run_dir,
         status=str(state.get("status") or "?"),
         verdict=state.get("verdict"),
-        framework=str(spec.get("framework") or "?"),
-        levels=list(spec.get("levels") or []),
-        step_index=idx,
-        step_count=len(steps),
-        step_name=str(steps[idx].get("name", "")) if 0 <= idx < len(steps) else "",
+        step_index=int(state.get("current_step") or 0),
+        step_count=len(state.get("steps") or []),
         created=float(state.get("created") or 0.0),
         linked_from=state.get("linked_from"),
     )
