@@ -1,8 +1,6 @@
-"""The headless core as the console uses it: one place for every call into it.
-
-Each function imports the core module it calls when first called (plain imports, so the import
-checker sees every edge): the console starts without paying for Hydra, the triage catalog or NVML.
-"""
+"""The headless core as the console uses it: one place for every call into it. Each function imports
+its core module when first called (plain imports, so the import checker sees every edge): the console
+starts without paying for Hydra, the triage catalog or NVML."""
 
 from __future__ import annotations
 
@@ -48,8 +46,6 @@ def validate_overrides(overrides: list[str], repo: str | None = None) -> list[st
 
 
 def framework_catalog(framework: str) -> FrameworkCatalog:
-    """The framework's catalog: ``.levels`` (with ``requires_variant``) and ``.variants`` (name, levels,
-    title, mode, proves, args, needs_model)."""
     from console.catalog import load_framework
 
     return load_framework(framework)

@@ -1,8 +1,5 @@
-"""Messages that workers post to the app (workers never touch widgets directly).
-
-What a worker posts is built fresh and never changed afterwards (tuples, read-only mappings, frozen
-dataclasses): the handler on the UI thread reads it while the worker goes on.
-"""
+"""Messages that workers post, built fresh and never changed afterwards (tuples, read-only mappings,
+frozen dataclasses): the handler on the UI thread reads one while the worker goes on."""
 
 from __future__ import annotations
 

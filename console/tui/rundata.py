@@ -1,8 +1,4 @@
-"""Read-only view of run folders for the console (no Textual here: testable and reusable).
-
-Everything follows the run folder contract of console/CONTRACTS.md: ``state.json``, ``plan.json``,
-``spec.json``, ``events.jsonl``, ``metrics.json``, ``triage.json`` and ``logs/``.
-"""
+"""Read-only view of run folders (the run folder contract of console/CONTRACTS.md); no Textual here."""
 
 from __future__ import annotations
 
@@ -114,11 +110,8 @@ def _frozen(data: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class RunSnapshot:
-    """What the Monitor screen shows at one tick.
-
-    ``RunModel.refresh`` builds a new one per tick in a worker thread from its own accumulators and
-    never touches it again: every container is a tuple or a read-only copy, so the UI thread can
-    iterate it while the worker reads on."""
+    """What the Monitor shows at one tick, built by ``RunModel.refresh`` in a worker and never changed:
+    every container is a tuple or a read-only copy, so the UI thread iterates it while the worker reads on."""
 
     run_dir: Path
     state: Mapping[str, Any]
@@ -168,10 +161,8 @@ def _current_step_name(state: Mapping[str, Any]) -> str | None:
 
 
 class RunModel:
-    """Incremental reader of one run folder: state, plan, events and metrics.json.
-
-    Its accumulators are its own (only the worker thread that calls ``refresh`` touches them);
-    ``refresh`` returns a new immutable ``RunSnapshot`` built from them."""
+    """Incremental reader of one run folder, owned by the one worker thread that calls ``refresh``:
+    each call returns a new immutable ``RunSnapshot`` of its accumulators."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -334,8 +325,8 @@ def human_bytes(n: float | int | None) -> str:
     if n is None:
         return "?"
     value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"

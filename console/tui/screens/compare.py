@@ -1,10 +1,5 @@
 """Compare: baseline vs candidate. The verdict, a row per metric, both curves (sparklines at 80x24,
-overlaid plots when the terminal is larger), timing and GPU memory with regressions, differences.
-
-Opened from Home (``m`` marks the baseline, ``C`` compares the marked run with the highlighted one,
-or the highlighted run with the latest run of the same framework, levels and model) and from the
-Monitor (``C``). The comparison is computed by the headless ``console.compare`` in a worker thread.
-"""
+overlaid plots when the terminal is larger), timing and GPU memory with regressions, differences."""
 
 from __future__ import annotations
 
@@ -58,6 +53,13 @@ def spark_pair(base: list[float], cand: list[float], width: int) -> tuple[str, s
         return "".join(BLOCKS[min(7, int((v - lo) / span * 7.999))] for v in values)
 
     return line(b), line(c)
+
+
+def _table(table_id: str, header: tuple[str, ...], rows: list[Any], zebra: bool = False) -> DataTable[Any]:
+    table: DataTable[Any] = DataTable(id=table_id, cursor_type="row", zebra_stripes=zebra)
+    table.add_columns(*header)
+    table.add_rows(rows)
+    return table
 
 
 class CompareScreen(Screen[None]):
@@ -118,36 +120,32 @@ class CompareScreen(Screen[None]):
     async def _fill(self, r: dict[str, Any]) -> None:
         body = self.query_one("#cmp-body", VerticalScroll)
         await body.remove_children()
-        k = r["last_k"]
-        widgets: list[Any] = [Static(f"Metrics: mean of the last {k} steps", classes="cmp-section")]
-        table: DataTable[str | Text] = DataTable(id="cmp-metrics", cursor_type="row", zebra_stripes=True)
-        table.add_columns("metric", "base", "cand", "delta", "rel", "div@", "tol", "")
-        for row in metric_table(r):
-            status = row[-1]
-            style = "bold red" if status == "MOVED" else ("green" if status == "ok" else "dim")
-            table.add_row(*row[:-1], Text(status, style=style))
-        widgets.append(table)
-        widgets += self._curves(r)
+        styles = {"MOVED": "bold red", "ok": "green"}
+        metrics = [(*row[:-1], Text(row[-1], style=styles.get(row[-1], "dim"))) for row in metric_table(r)]
+        widgets: list[Any] = [
+            Static(f"Metrics: mean of the last {r['last_k']} steps", classes="cmp-section"),
+            _table(
+                "cmp-metrics", ("metric", "base", "cand", "delta", "rel", "div@", "tol", ""), metrics, True
+            ),
+            *self._curves(r),
+        ]
         if r["timing"]:
+            timing = [(*row[:-1], Text(row[-1], style="bold red")) for row in timing_table(r)]
             widgets.append(Static("Timing and throughput", classes="cmp-section"))
-            timing: DataTable[str | Text] = DataTable(id="cmp-timing", cursor_type="row")
-            timing.add_columns("", "base", "cand", "delta", "rel", "")
-            for row in timing_table(r):
-                timing.add_row(*row[:-1], Text(row[-1], style="bold red"))
-            widgets.append(timing)
+            widgets.append(_table("cmp-timing", ("", "base", "cand", "delta", "rel", ""), timing))
         if r["gpu"]:
-            widgets.append(Static("GPU peak memory", classes="cmp-section"))
-            gpu: DataTable[str | Text] = DataTable(id="cmp-gpu", cursor_type="row")
-            gpu.add_columns("device", "base", "cand", "delta", "")
-            for g in r["gpu"]:
-                gpu.add_row(
+            gpu = [
+                (
                     f"{g['device']} {g['name']}",
                     gib(g["baseline_bytes"]),
                     gib(g["candidate_bytes"]),
                     gib(g["delta_bytes"]),
                     Text("REGRESSION" if g["regression"] else "", style="bold red"),
                 )
-            widgets.append(gpu)
+                for g in r["gpu"]
+            ]
+            widgets.append(Static("GPU peak memory", classes="cmp-section"))
+            widgets.append(_table("cmp-gpu", ("device", "base", "cand", "delta", ""), gpu))
         widgets.append(Static("Differences", classes="cmp-section"))
         lines = [
             f"{d['field']}: {d['baseline']} -> {d['candidate']}  [{d['kind']}]" for d in r["differences"]
@@ -162,14 +160,8 @@ class CompareScreen(Screen[None]):
             return []
         size = self.app.size
         large = size.width >= LARGE[0] and size.height >= LARGE[1]
-        out: list[Any] = [
-            Static(
-                "Curves: baseline (top) and candidate (bottom)"
-                if not large
-                else "Curves: baseline and candidate overlaid",
-                classes="cmp-section",
-            )
-        ]
+        title = "baseline and candidate overlaid" if large else "baseline (top) and candidate (bottom)"
+        out: list[Any] = [Static(f"Curves: {title}", classes="cmp-section")]
         if large:
             from textual_plotext import PlotextPlot
 
@@ -187,11 +179,8 @@ class CompareScreen(Screen[None]):
         width = max(10, size.width - 30)
         for key, c in curves:
             row = next(m for m in r["metrics"] if m["key"] == key)
-            label = (
-                f"{key} {pct(row['rel_delta'])}"
-                if row["rel_delta"] is not None
-                else f"{key} {num(row['delta'])}"
-            )
+            change = pct(row["rel_delta"]) if row["rel_delta"] is not None else num(row["delta"])
+            label = f"{key} {change}"
             b, cand = spark_pair(c["baseline"], c["candidate"], width)
             lines = Text(b + " base\n", style="dim") + Text(cand + " cand", style="bold")
             out.append(Horizontal(Label(label, markup=False), Static(lines), classes="cmp-curve"))

@@ -111,18 +111,10 @@ class TriageScreen(Screen[None]):
                 "No findings: nothing in this log matched a triage rule."
             )
         options.focus()
-        if findings:
-            first = next(
-                (
-                    i
-                    for i, f in enumerate(findings)
-                    if primary
-                    and f.get("class") == primary.get("class")
-                    and f.get("line") == primary.get("line")
-                ),
-                0,
-            )
-            options.highlighted = first
+        if findings:  # the primary finding first, else the first one
+            where = [(f.get("class"), f.get("line")) for f in findings]
+            mark = (primary.get("class"), primary.get("line")) if primary else None
+            options.highlighted = where.index(mark) if mark in where else 0
 
     def _finding(self, index: int | None) -> dict[str, Any] | None:
         findings = (self.result or {}).get("findings") or []
