@@ -506,18 +506,19 @@ class ProgressCatalog(TypedDict):
 
 
 # ---------------------------------------------------------------- stall.toml
-# (console.triage.stall then compiles the regexes)
+# (console.triage.stall then checks the regexes)
 
 
-class StallPhase(TypedDict):
+@dataclasses.dataclass(frozen=True)
+class StallPhase:
     id: str
     title: str
-    active: str
-    start: NotRequired[str]
-    done: NotRequired[str]
-    within: NotRequired[int]
-    confidence: NotRequired[float]
-    advice: NotRequired[str]
+    active: str  # regexes, searched as they are (re's own cache compiles them once)
+    start: str = "(?!)"  # (?!) matches nothing: a phase with no start or done line
+    done: str = "(?!)"
+    within: int = 1
+    confidence: float = 0.5
+    advice: str | None = None
 
 
 class StallCatalog(TypedDict):
@@ -525,7 +526,7 @@ class StallCatalog(TypedDict):
     tail_bytes: int
     ended: str
     skip: str
-    phase: list[StallPhase]
+    phase: tuple[StallPhase, ...]
 
 
 # Every data file of the catalog folder but the framework catalogs (``[framework]`` files, each a

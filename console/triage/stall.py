@@ -9,49 +9,28 @@ start/done markers are data: ``console/catalog/stall.toml`` (its header says how
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import BinaryIO
 
-from console.catalog.schema import StallCatalog, load_checked
+from console.catalog import CatalogError
+from console.catalog.schema import StallCatalog, StallPhase, load_checked
 from console.monitor.text import clean_line
 from console.redact import redact_text
 from console.triage.finding import Finding
 
 CUT_NOTE = "also consistent with: the log was cut while the run was still going"
-NEVER = "(?!)"  # a regex that matches nothing: a phase with no start or done line
-
-
-@dataclass(frozen=True)
-class Phase:
-    id: str
-    title: str
-    active: re.Pattern[str]
-    start: re.Pattern[str]
-    done: re.Pattern[str]
-    within: int
-    confidence: float
-    advice: str | None
 
 
 @cache
-def catalog() -> tuple[int, re.Pattern[str], re.Pattern[str], tuple[Phase, ...]]:
-    """(tail bytes, skip regex, ended regex, phases) of stall.toml."""
+def catalog() -> tuple[int, re.Pattern[str], re.Pattern[str], tuple[StallPhase, ...]]:
+    """(tail bytes, skip regex, ended regex, phases) of stall.toml (each phase's regexes compile)."""
     data = load_checked("stall", StallCatalog)
-    phases = tuple(
-        Phase(
-            p["id"],
-            p["title"],
-            re.compile(p["active"]),
-            re.compile(p.get("start", NEVER)),
-            re.compile(p.get("done", NEVER)),
-            p.get("within", 1),
-            p.get("confidence", 0.5),
-            p.get("advice"),
-        )
-        for p in data["phase"]
-    )
-    return data["tail_bytes"], re.compile(data["skip"]), re.compile(data["ended"]), phases
+    for p in data["phase"]:
+        try:
+            re.compile(f"{p.active}|{p.start}|{p.done}")
+        except re.error as exc:
+            raise CatalogError(f"stall.toml: phase {p.id}: bad regex: {exc}") from None
+    return data["tail_bytes"], re.compile(data["skip"]), re.compile(data["ended"]), data["phase"]
 
 
 def read_tail(fh: BinaryIO, nlines: int) -> list[tuple[int, str]]:
@@ -69,13 +48,13 @@ def read_tail(fh: BinaryIO, nlines: int) -> list[tuple[int, str]]:
     return list(enumerate(lines, nlines - len(lines) + 1))
 
 
-def _state(phase: Phase, text: str, bars: dict[str, tuple[str, int]]) -> str | None:
+def _state(phase: StallPhase, text: str, bars: dict[str, tuple[str, int]]) -> str | None:
     """ "done", "start", "active" or None: what ``text`` says of ``phase``."""
-    if phase.done.search(text):
+    if re.search(phase.done, text):
         return "done"
-    if phase.start.search(text):
+    if re.search(phase.start, text):
         return "start"
-    m = phase.active.search(text)
+    m = re.search(phase.active, text)
     if m is None:
         return None
     if "n" not in m.groupdict():
@@ -86,7 +65,7 @@ def _state(phase: Phase, text: str, bars: dict[str, tuple[str, int]]) -> str | N
     return "active" if bar[1] < total and still else "done"
 
 
-def stalled(tail: list[tuple[int, str]]) -> tuple[Phase, list[tuple[int, str]]] | None:
+def stalled(tail: list[tuple[int, str]]) -> tuple[StallPhase, list[tuple[int, str]]] | None:
     """The phase the log ends in (and its lines, oldest first), or None."""
     _, skip, ended, phases = catalog()
     lines = [(n, t) for n, t in tail if not skip.search(t)]
