@@ -60,6 +60,7 @@ PHASES = [
     ("hang-verl-no-errors-training-never-starts-after-worker-init", "training_start"),
     ("e-vllm-serve-tp4-hangs-at-model-weights-format", "server_startup"),
     ("hang-vllm-full-cudagraph-1024-requests-stuck", "engine_no_throughput"),
+    ("hang-verl-rollout-hang-gpu-util-zero", "gpu_idle_snapshot"),  # nvidia-smi: memory held, 0% util
 ]
 
 
