@@ -131,6 +131,7 @@ def test_a_completion_or_done_marker_after_the_phase_is_no_hang(tmp_path: Path) 
         "pass-transformers-t5-11b-deepspeed-success-initial-overflow",  # a bar that moves: 6, 7, 8/1184
         "pass-trl-grpo-vllm-sleep-negative-loss-progress",  # one redraw at 3/1562
         "pass-vllm-graph-capture-progress-bar-pr-log",  # "Graph capturing finished"
+        "g-pass-vllm-rolmocr-flashinfer-fallback-model-loads",  # cut right after "Model loading took"
         "pass-verl-gsm8k-step0-val-step1-metrics",  # training started: step:1
         "pass-ray-raylet-cut-broken-pipe-noise",  # no phase at all
     ],
