@@ -299,9 +299,8 @@ class MonitorScreen(Screen[None]):
     def _render_banner(self, snap: RunSnapshot) -> None:
         """Once the run is over: its verdict and what to do next, in one line that fits 80 columns."""
         banner = self.query_one("#verdict-banner", Static)
-        over = snap.status not in LIVE_STATUSES
-        banner.display = over
-        if not over:
+        banner.display = snap.status not in LIVE_STATUSES
+        if not banner.display:
             return
         verdict = snap.verdict or snap.status
         text = Text("Run over: ", style="bold")

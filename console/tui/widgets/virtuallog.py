@@ -51,7 +51,6 @@ class VirtualLogView(ScrollView, can_focus=True):
         self._width = 0
         self._generation = 0
 
-    # -- data ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.build_index(self.index)
 
@@ -110,7 +109,6 @@ class VirtualLogView(ScrollView, can_focus=True):
             parts.append(f"file restarted x{index.generation}")
         return " · ".join(parts)
 
-    # -- navigation ----------------------------------------------------------------------------
     def goto(self, line: int) -> bool:
         """Centre line ``line`` (1-based) and highlight it; False when it is not indexed yet."""
         self.target = max(1, line)
@@ -129,7 +127,6 @@ class VirtualLogView(ScrollView, can_focus=True):
         self.highlighter.search = re.compile(re.escape(text), re.IGNORECASE) if text else None
         self.refresh()
 
-    # -- rendering -----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         number = scroll_y + y + 1
