@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections import deque
@@ -365,11 +366,9 @@ class MonitorScreen(Screen[None]):
             label.append(f"\n{value:.4g} @ {step}")
             if bad is not None:
                 label.append(f"  NaN/Inf from step {bad}", style="bold red")
-            try:
+            with contextlib.suppress(Exception):  # rows are being (re)mounted; the next update fills them
                 self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(label)
                 self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = finite
-            except Exception:  # noqa: BLE001 - rows are being (re)mounted; next update fills them
-                pass
         self._render_plot(snap, names)
 
     def _render_plot(self, snap: RunSnapshot, names: list[str]) -> None:
