@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from console.catalog import CATALOG_DIR, CatalogError, load_toml
 from console.catalog.progress import KINDS as PROGRESS_KINDS
@@ -44,6 +45,8 @@ CLASS_IDS = (
 NOISE_CLASS = "shutdown_noise"
 VERDICTS = ("Fail", "Blocked", "Cancelled", "Noise")
 MARKER_KINDS = ("progress", "total", "complete", "context", "evidence", "fatal", "exiting")
+CLASS_KEY = {"key": "class"}  # the TOML key of a field named otherwise (``class`` is a keyword)
+T = TypeVar("T")
 
 
 class FrameworkAdvice(TypedDict, total=False):
@@ -74,7 +77,7 @@ class ClassInfo:
 @dataclass(frozen=True)
 class Rule:
     id: str
-    cls: str
+    cls: str = field(metadata=CLASS_KEY)
     verdict: str
     literals: tuple[str, ...]
     regex: re.Pattern[str]
@@ -94,10 +97,10 @@ class ExceptionRule:
     """The type (and optionally the message) of a root-cause exception names a class."""
 
     id: str
-    cls: str
+    cls: str = field(metadata=CLASS_KEY)
     verdict: str
-    type_re: re.Pattern[str]
-    message_re: re.Pattern[str] | None = None
+    type_re: re.Pattern[str] = field(metadata={"key": "type"})
+    message_re: re.Pattern[str] | None = field(default=None, metadata={"key": "message"})
     tier: int | None = None
     confidence: float = 0.8
     also: tuple[str, ...] = ()  # other classes the same exception fits (reported as alternatives)
@@ -109,7 +112,7 @@ class Component:
     """Last resort for an error line or an exception no rule named: the component it mentions."""
 
     id: str
-    cls: str
+    cls: str = field(metadata=CLASS_KEY)
     verdict: str
     regex: re.Pattern[str]
 
@@ -126,7 +129,7 @@ class ImportPolicy:
 @dataclass(frozen=True)
 class FrameRule:
     id: str
-    cls: str
+    cls: str = field(metadata=CLASS_KEY)
     verdict: str
     regex: re.Pattern[str]
     upgrades: tuple[str, ...] = ()  # a finding of these classes inside such frames becomes this class
@@ -146,7 +149,7 @@ class Marker:
     complete_at_total: bool = False
     min_step: int = 0  # progress: a lower step is not a training step
     upgrades: tuple[str, ...] = ()  # context: findings of these classes near it become `cls`
-    cls: str | None = None
+    cls: str | None = field(default=None, metadata=CLASS_KEY)
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,40 @@ def _literals(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _build(kind: type[T], entry: dict[str, Any], where: str, classes: dict[str, ClassInfo]) -> T:
+    """A ``kind`` from its catalog entry: each field from the key of its name (or of its
+    ``metadata["key"]``), lists as tuples, regexes compiled, remedies normalised, class ids known,
+    the verdict by default its class's."""
+    built: dict[str, Any] = {}
+    for f in dataclasses.fields(kind):  # type: ignore[arg-type]
+        key = f.metadata.get("key", f.name)
+        if key not in entry:
+            if f.name == "verdict":
+                built[f.name] = classes[built["cls"]].verdict
+            elif f.default is dataclasses.MISSING:
+                raise CatalogError(f"{where}: {key} missing")
+            continue
+        value = entry[key]
+        if f.name == "literals":
+            value = _literals(value, where)
+        elif "Pattern" in str(f.type):
+            value = _compile(value, where)
+        elif f.name == "remedy":
+            value = normalise_remedy(value, where)
+        elif f.type == "float":
+            value = float(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        if f.name in ("cls", "upgrades", "also") and not set([value] if f.name == "cls" else value) <= set(
+            classes
+        ):
+            raise CatalogError(f"{where}: unknown class in {key} {value!r}")
+        if f.name == "verdict" and value not in VERDICTS:
+            raise CatalogError(f"{where}: bad verdict {value!r}")
+        built[f.name] = value
+    return kind(**built)
+
+
 def parse_catalog(data: dict[str, Any]) -> Catalog:
     classes: dict[str, ClassInfo] = {}
     for cid, c in (data.get("classes") or {}).items():
@@ -230,122 +267,38 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
     if missing:
         raise CatalogError(f"triage catalog lacks classes {missing}")
 
-    rules: list[Rule] = []
-    ids: set[str] = set()
-    for i, r in enumerate(data.get("rule") or []):
-        where = f"rule[{i}] {r.get('id', '?')}"
-        rid = r.get("id")
-        if not rid or rid in ids:
-            raise CatalogError(f"{where}: missing or duplicate id")
-        ids.add(rid)
-        cls = r.get("class")
-        if cls not in classes:
-            raise CatalogError(f"{where}: unknown class {cls!r}")
-        verdict = r.get("verdict", classes[cls].verdict)
-        if verdict not in VERDICTS:
-            raise CatalogError(f"{where}: bad verdict {verdict!r}")
-        rules.append(
-            Rule(
-                id=rid,
-                cls=cls,
-                verdict=verdict,
-                literals=_literals(r.get("literals"), where),
-                regex=_compile(r.get("regex"), where),
-                advice=r.get("advice"),
-                remedy=normalise_remedy(r["remedy"], where) if "remedy" in r else None,
-                soft=bool(r.get("soft", False)),
-                context=r.get("context"),
-                frameworks=tuple(r.get("frameworks") or ()),
-                tier=int(r["tier"]) if "tier" in r else None,
-                transient=bool(r.get("transient", False)),
-                confidence=float(r.get("confidence", 0.9)),
-                min_count=int(r.get("min_count", 1)),
-            )
-        )
-    frame_rules = []
-    for i, r in enumerate(data.get("frame_rule") or []):
-        where = f"frame_rule[{i}] {r.get('id', '?')}"
-        cls = r.get("class")
-        if cls not in classes:
-            raise CatalogError(f"{where}: unknown class {cls!r}")
-        upgrades = tuple(r.get("upgrades") or ())
-        if any(u not in classes for u in upgrades):
-            raise CatalogError(f"{where}: unknown class in upgrades {upgrades}")
-        frame_rules.append(
-            FrameRule(
-                id=r["id"],
-                cls=cls,
-                verdict=r.get("verdict", classes[cls].verdict),
-                regex=_compile(r.get("regex"), where),
-                upgrades=upgrades,
-                last=int(r.get("last", 0)),
-                unterminated=bool(r.get("unterminated", False)),
-                tier=int(r["tier"]) if "tier" in r else None,
-                confidence=float(r.get("confidence", 0.6)),
-            )
-        )
+    rules = [
+        _build(Rule, r, f"rule[{i}] {r.get('id', '?')}", classes)
+        for i, r in enumerate(data.get("rule") or [])
+    ]
+    ids = [r.id for r in rules]
+    if len(set(ids)) != len(ids) or not all(ids):
+        raise CatalogError(f"rule ids must be given and unique: {sorted(i for i in ids if ids.count(i) > 1)}")
+    frame_rules = [
+        _build(FrameRule, r, f"frame_rule[{i}] {r.get('id', '?')}", classes)
+        for i, r in enumerate(data.get("frame_rule") or [])
+    ]
     markers = []
     for i, m in enumerate(data.get("marker") or []):
         where = f"marker[{i}] {m.get('id', '?')}"
         if m.get("kind") not in MARKER_KINDS:
             raise CatalogError(f"{where}: kind must be one of {MARKER_KINDS}")
-        markers.append(
-            Marker(
-                id=m["id"],
-                kind=m["kind"],
-                literals=_literals(m.get("literals"), where),
-                regex=_compile(m.get("regex"), where),
-                tag=m.get("tag"),
-                complete_at_total=bool(m.get("complete_at_total", False)),
-                min_step=int(m.get("min_step", 0)),
-                upgrades=tuple(m.get("upgrades") or ()),
-                cls=m.get("class"),
-            )
-        )
-        if markers[-1].upgrades and (
-            markers[-1].cls not in classes or any(u not in classes for u in markers[-1].upgrades)
-        ):
+        markers.append(_build(Marker, m, where, classes))
+        if markers[-1].upgrades and markers[-1].cls is None:
             raise CatalogError(f"{where}: upgrades needs a known class and known classes to upgrade")
     tags = {m.tag for m in markers if m.kind == "context"}
     for r in rules:
         if r.context and r.context not in tags:
             raise CatalogError(f"rule {r.id}: context {r.context!r} has no context marker")
     frameworks = {k: tuple(v) for k, v in (data.get("frameworks") or {}).items()}
-    exceptions = []
-    for i, e in enumerate(data.get("exception") or []):
-        where = f"exception[{i}] {e.get('id', '?')}"
-        cls = e.get("class")
-        if cls not in classes:
-            raise CatalogError(f"{where}: unknown class {cls!r}")
-        exceptions.append(
-            ExceptionRule(
-                id=str(e.get("id")),
-                cls=cls,
-                verdict=e.get("verdict", classes[cls].verdict),
-                type_re=_compile(e.get("type"), where),
-                message_re=_compile(e["message"], where) if "message" in e else None,
-                tier=int(e["tier"]) if "tier" in e else None,
-                confidence=float(e.get("confidence", 0.8)),
-                also=tuple(e.get("also") or ()),
-                after_frames=bool(e.get("after_frames", False)),
-            )
-        )
-        if any(a not in classes for a in exceptions[-1].also):
-            raise CatalogError(f"{where}: unknown class in also {exceptions[-1].also}")
-    components = []
-    for i, c in enumerate(data.get("component") or []):
-        where = f"component[{i}] {c.get('id', '?')}"
-        cls = c.get("class")
-        if cls not in classes:
-            raise CatalogError(f"{where}: unknown class {cls!r}")
-        components.append(
-            Component(
-                id=str(c.get("id")),
-                cls=cls,
-                verdict=c.get("verdict", classes[cls].verdict),
-                regex=_compile(c.get("regex"), where),
-            )
-        )
+    exceptions = [
+        _build(ExceptionRule, e, f"exception[{i}] {e.get('id', '?')}", classes)
+        for i, e in enumerate(data.get("exception") or [])
+    ]
+    components = [
+        _build(Component, c, f"component[{i}] {c.get('id', '?')}", classes)
+        for i, c in enumerate(data.get("component") or [])
+    ]
     imp = data.get("imports") or {}
     imports = ImportPolicy(
         bridge_modules=tuple(imp.get("bridge_modules") or ()),
