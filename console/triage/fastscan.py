@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 from console.monitor.text import clean_line
 from console.triage.engine import ERROR_LEVEL_LITERALS, STRUCTURE_LITERALS, TriageEngine
 from console.triage.model import FindingRecord
-from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
+from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, pair_keys, query_keys, required
 
 CHUNK = 16 << 20
 LINE_CAP = 64 << 10  # a giant line is classified on its first 64 KiB
@@ -193,8 +193,7 @@ class LineGate:
             self._lits = lits
         # rule-only literals whose rules all have keys (see regexfactors.Factors.keys): a line holding only
         # such literals matters only when one of those keys is in it (line_keys)
-        keys: dict[bytes, set[str]] = {}  # key -> the literals whose rules it is a key of
-        self._keyed: set[str] = set()
+        self._keys: dict[str, set[bytes]] = {}  # literal -> the keys of its rules
         for lit in self._rule_lits:
             # the keys of each rule this literal selects, knowing only that the literal is in the line
             ks = [
@@ -202,19 +201,14 @@ class LineGate:
                 for i in self._rules_by_lit.get(lit, ())
             ]
             if ks and all(ks):
-                self._keyed.add(lit)
-                for k in {k.lower().encode() for kk in ks for k in kk or ()}:
-                    keys.setdefault(k, set()).add(lit)
-        self._key_ac: Any = None
-        self._key_lits: list[frozenset[str] | None] = []
-        if keys and self._ac is not None:
-            import ahocorasick_rs
-
-            pats = sorted(set(keys) | set(FOLD_SPECIALS))
-            self._key_lits = [frozenset(keys[p]) if p in keys else None for p in pats]  # None: any literal
-            self._key_ac = ahocorasick_rs.BytesAhoCorasick(
-                pats, implementation=ahocorasick_rs.Implementation.DFA
-            )
+                self._keys[lit] = {k.lower().encode() for kk in ks for k in kk or ()}
+        # so are the error-level literals that do nothing else, when every alternative of the regex has keys
+        level_keys = [query_keys(f.query) or pair_keys(rx) for rx, f in self._level_parts]
+        if all(level_keys):
+            ks = {k.lower().encode() if isinstance(k, str) else k for kk in level_keys for k in kk or ()}
+            self._keys.update(dict.fromkeys(self._level_only, ks))
+        self._keyed = set(self._keys) if self._ac is not None else set()
+        self._key_acs: dict[frozenset[str], Any] = {}  # the automaton of the keys of a set of literals
 
     def hit_finder(self) -> tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str]:
         """(finder of hits in a raw chunk, the kind of each pattern index, the finder's name).
@@ -225,7 +219,7 @@ class LineGate:
         """
         pats = [x.encode() for x in self.chunk_literals()]
         find, name, allp = _hit_finder(pats, True)
-        keyed = {lit.encode(): lit for lit in self._keyed} if self._key_ac is not None else {}
+        keyed = {lit.encode(): lit for lit in self._keyed}
         sure = {lit.encode() for lit in self._sure | self._marker_only}
         # True: a literal feed() acts on, or one that only selects markers (the line goes straight to feed():
         # such lines are nearly always progress banners that needs_feed would pass); the literal when it is a keyed
@@ -313,12 +307,17 @@ class LineGate:
             raw = _ANSI_B.sub(b"", raw)
             if b"\x1b" in raw:
                 raw = _ANSI_B.sub(b"", raw)
-        key_lits = self._key_lits
-        for idx, _, _ in self._key_ac.find_matches_as_indexes(raw.lower(), overlapping=True):
-            owners = key_lits[idx]
-            if owners is None or not owners.isdisjoint(lits):
-                return True
-        return False
+        lits_set = frozenset(lits)
+        ac = self._key_acs.get(lits_set)
+        if ac is None:
+            import ahocorasick_rs
+
+            if len(self._key_acs) >= 256:
+                self._key_acs.clear()
+            pats = sorted({k for lit in lits_set for k in self._keys[lit]} | set(FOLD_SPECIALS))
+            ac = ahocorasick_rs.BytesAhoCorasick(pats, implementation=ahocorasick_rs.Implementation.DFA)
+            self._key_acs[lits_set] = ac
+        return bool(ac.find_matches_as_indexes(raw.lower()))
 
 
 # ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see may_need_feed).
