@@ -171,7 +171,11 @@ class MetricWatch:
                     if not sh.plan:
                         return None, []
                     step = int(_fill(*sh.step, m)) if sh.step is not None else None
-                    return step, [(kind, _fill(tmpl, groups, m)) for kind, tmpl, groups in sh.plan]
+                    # _fill inline (a call per value is most of the time here)
+                    return step, [
+                        (kind, tmpl % m.group(*groups) if groups else tmpl.replace("%%", "%"))
+                        for kind, tmpl, groups in sh.plan
+                    ]
         out: list[tuple[str, str]] = []
         read: list[tuple[str, tuple[int, int]]] = []
         for m in _PAIR.finditer(body):
