@@ -303,9 +303,9 @@ class LineGate:
         case-insensitive keys, except for the four non-ASCII characters that ``fold`` maps to ASCII,
         which are keys themselves.
         """
-        if b"\x1b" in raw:
+        if 27 in raw:  # ESC
             raw = _ANSI_B.sub(b"", raw)
-            if b"\x1b" in raw:
+            if 27 in raw:
                 raw = _ANSI_B.sub(b"", raw)
         lits_set = frozenset(lits)
         ac = self._key_acs.get(lits_set)
@@ -361,7 +361,7 @@ def line_text(raw: bytes) -> str:
         raw = raw[:LINE_CAP]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    if b"\x1b" not in raw and b"\r" not in raw and b"\x00" not in raw:
+    if 27 not in raw and 13 not in raw and 0 not in raw:  # ESC, CR, NUL
         return raw.decode("utf-8", errors="replace")  # what clean_line leaves of it (no newline in raw)
     return clean_line(raw)
 
@@ -385,7 +385,7 @@ class FastFileScanner:
             *(lights if len(lights) == len(kinds) else [None] * len(kinds)),
             None,
         ]
-        self.inert = [lit.encode() for lit in gate.roles["inert"]]
+        self.inert = sorted(gate.roles["inert"])
         self.lineno = 1  # number of the line starting at the current chunk's offset 0
         self.fed = 0
         self.candidates = 0
@@ -428,7 +428,7 @@ class FastFileScanner:
         """One line that may matter (no traceback open, past detection): see the module docstring."""
         if raw[-1:] == b"\r":
             raw = raw[:-1]
-        if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
+        if 27 in raw or 13 in raw or 0 in raw:  # ESC, CR, NUL (a byte value is found by memchr, faster)
             text = clean_line(raw)
         else:
             try:
@@ -439,7 +439,7 @@ class FastFileScanner:
             if light is not None:
                 # the literals found are exactly those in the text, unless an inert one is there too
                 for lit in self.inert:
-                    if lit in raw:
+                    if lit in text:
                         break
                 else:
                     self.fed += 1
