@@ -47,10 +47,8 @@ class Event:
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> Event:
         obj = dict(obj)
-        if "plan_step" in obj:
-            plan_step = obj.pop("plan_step")
-            return cls(type=obj.pop("type", "?"), step=plan_step, t=obj.pop("t", 0.0), data=obj)
-        return cls(type=obj.pop("type", "?"), step=obj.pop("step", None), t=obj.pop("t", 0.0), data=obj)
+        step = obj.pop("plan_step") if "plan_step" in obj else obj.pop("step", None)
+        return cls(type=obj.pop("type", "?"), step=step, t=obj.pop("t", 0.0), data=obj)
 
 
 Subscriber = Callable[[Event], None]
@@ -107,20 +105,23 @@ def read_events(path: Path, offset: int = 0) -> tuple[list[Event], int]:
     """
     events: list[Event] = []
     try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            chunk = fh.read()
+        lines = _complete_lines(path, offset)
     except FileNotFoundError:
         return events, offset
-    end = chunk.rfind(b"\n")
-    if end < 0:
-        return events, offset
-    for raw in chunk[: end + 1].splitlines():
+    for raw in lines:
         try:
             events.append(Event.from_dict(json.loads(raw)))
         except (ValueError, TypeError):
             continue
-    return events, offset + end + 1
+    return events, offset + sum(len(x) for x in lines)
+
+
+def _complete_lines(path: Path, offset: int) -> list[bytes]:
+    """The complete lines (newline kept) of ``path`` from ``offset``: a partial last one is left."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        chunk = fh.read()
+    return chunk[: chunk.rfind(b"\n") + 1].splitlines(keepends=True)
 
 
 def iter_events(path: Path) -> Iterator[Event]:
@@ -201,17 +202,12 @@ class EventCursor:
             self.offset = 0
         self.inode = st.st_ino
         try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read()
+            lines = _complete_lines(self.path, self.offset)
         except OSError:
             return []
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            return []
-        self.offset += end + 1
+        self.offset += sum(len(x) for x in lines)
         events: list[Event] = []
-        for line in chunk[: end + 1].splitlines():
+        for line in (x.rstrip(b"\r\n") for x in lines):
             try:
                 obj = json.loads(line)
                 t = float(obj.get("t") or 0.0)

@@ -51,17 +51,11 @@ def _rules() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
     )
 
 
-def _last_part(name: str) -> str:
-    """The part of an override key or flag that names the value: ``++a.b.api_key`` -> ``api_key``."""
-    name = name.strip().lstrip("+~-")
-    return name.rsplit(".", 1)[-1] if "." in name else name
-
-
 @lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True for an env name, override key or flag naming a secret (``HF_TOKEN``, ``wandb.api_key``,
     ``--hf-token``); False for look-alikes on the allow-list (``data.reward_fn_key``, ``max_tokens``)."""
-    part = _last_part(str(name))
+    part = str(name).strip().lstrip("+~-").rsplit(".", 1)[-1]  # what names the value: ++a.api_key
     if not part:
         return False
     words, fragments, allowed = _rules()
@@ -69,9 +63,7 @@ def is_secret_name(name: str) -> bool:
     if any(fnmatch.fnmatchcase(low, pat) for pat in allowed):
         return False
     parts = [p.lower() for p in _WORD_SPLIT_RE.split(part) if p]
-    if any(p in words for p in parts):
-        return True
-    return any(p.endswith(f) for p in parts for f in fragments)
+    return any(p in words for p in parts) or any(p.endswith(f) for p in parts for f in fragments)
 
 
 def _value_is_secret_shaped(value: str) -> bool:

@@ -50,9 +50,7 @@ def _repo_state(
         if not argv or argv[0] != "git" or "-C" not in argv:
             continue
         target = argv[argv.index("-C") + 1] if argv.index("-C") + 1 < len(argv) else ""
-        is_bridge = "{bridge}" in target or (which == "bridge" and repo_path and target == repo_path)
-        is_repo = "{repo}" in target or (which == "repo" and repo_path and target == repo_path)
-        if (which == "bridge" and not is_bridge) or (which == "repo" and not is_repo):
+        if not ("{" + which + "}" in target or (repo_path and target == repo_path)):
             continue
         seen = True
         log = (verdict["steps"].get(s.get("name") or "") or {}).get("log")
@@ -60,12 +58,11 @@ def _repo_state(
         if "rev-parse" in argv and out:
             commit = out[-1].strip()
         elif "status" in argv and log:
-            files = [
+            dirty = [
                 ln[3:].strip() if len(ln) > 3 else ln.strip()
                 for ln in out
                 if len(ln) > 2 and ln[:2].strip() in ("M", "A", "D", "R", "C", "U", "??", "MM", "AM")
             ]
-            dirty = files
     if not seen and not repo_path:
         return None
     head = commit or "commit not recorded"
@@ -80,20 +77,21 @@ def _repo_state(
     return f"{head}{where} plus {tail}"
 
 
-def _key_lines(v: dict[str, Any], framework: str) -> list[str]:
+# a step's evidence key -> how its key line reads
+KEY_LINE_FORMATS = {
+    "megatron_cfg": "policy.megatron_cfg.enabled={}",
+    "vanilla_mbridge": "VANILLA_MBRIDGE={}",
+    "bridge_path": "megatron.bridge.__file__ = {}",
+    "complete": "{}",
+    "global_step": "training/global_step:{}",
+}
+
+
+def _key_lines(v: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for name, st in v["steps"].items():
         ev = st.get("evidence") or {}
-        if ev.get("megatron_cfg"):
-            lines.append(f"policy.megatron_cfg.enabled={ev['megatron_cfg']} ({name})")
-        if ev.get("vanilla_mbridge"):
-            lines.append(f"VANILLA_MBRIDGE={ev['vanilla_mbridge']} ({name})")
-        if ev.get("bridge_path"):
-            lines.append(f"megatron.bridge.__file__ = {ev['bridge_path']} ({name})")
-        if ev.get("complete"):
-            lines.append(f"{ev['complete']} ({name})")
-        if ev.get("global_step"):
-            lines.append(f"training/global_step:{ev['global_step']} ({name})")
+        lines += [f"{form.format(ev[k])} ({name})" for k, form in KEY_LINE_FORMATS.items() if ev.get(k)]
     for d in v["deliverables"]:
         if d["name"].endswith("capture") and "metrics:" in d["detail"]:
             lines.append(d["detail"])
@@ -215,27 +213,23 @@ def render_json(
     else:
         model = spec.get("model") or "the wrapper's default model (see the command)"
     commands = [command_line(s, run_dir) for s in plan_steps if s.get("kind") == "train"]
-    evidence: dict[str, Any] = {"commands": commands, "key_lines": _key_lines(v, framework)}
+    evidence: dict[str, Any] = {"commands": commands, "key_lines": _key_lines(v)}
     if framework != "demo":
         evidence["bridge_repo"] = _repo_state(run_dir, plan_steps, v, spec.get("bridge_repo"), "bridge")
         evidence["repo"] = _repo_state(run_dir, plan_steps, v, spec.get("repo"), "repo")
     doctor = read_json(run_dir / "doctor.json", {}) or {}
-    preflight = _preflight_line(doctor)
-    if preflight:
-        evidence["preflight"] = preflight
-    interpreter = _interpreter_line(doctor)
-    if interpreter:
-        evidence["interpreter"] = interpreter
-    override = (spec.get("extra") or {}).get("preflight_override")
-    if override:
-        evidence["started_anyway"] = (
-            "started anyway by the user although the preflight blocked it ("
-            + (", ".join(override.get("checks") or []) or "blocking checks")
-            + ")"
-        )
-    rerun = _rerun_line(spec.get("extra") or {})
-    if rerun:
-        evidence["rerun_of"] = rerun
+    extra = spec.get("extra") or {}
+    override = extra.get("preflight_override")
+    optional = {
+        "preflight": _preflight_line(doctor),
+        "interpreter": _interpreter_line(doctor),
+        "started_anyway": override
+        and "started anyway by the user although the preflight blocked it ("
+        + (", ".join(override.get("checks") or []) or "blocking checks")
+        + ")",
+        "rerun_of": _rerun_line(extra),
+    }
+    evidence |= {k: line for k, line in optional.items() if line}
     if framework != "demo":
         from console.doctor.drift import verified_line  # upstream commits the catalog was checked on
 
@@ -265,6 +259,23 @@ def render_json(
     return redacted
 
 
+# the optional evidence lines of the markdown, in their order
+EVIDENCE_LABELS = {
+    "rerun_of": "Rerun",
+    "preflight": "Preflight (rl-console doctor)",
+    "upstream": "Upstream",
+    "interpreter": "Run interpreter",
+    "started_anyway": "Start anyway",
+}
+
+
+def _listed(label: str, items: list[str]) -> list[str]:
+    """``- label: item`` for one item, else ``- label:`` with the items below it."""
+    if len(items) == 1:
+        return [f"- {label}: {items[0]}"]
+    return [f"- {label}:"] + [f"  - {x}" for x in items]
+
+
 def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
     """The summary text; ``data`` is a ``render_json`` result to reuse (saves a second scan)."""
     r = data if data is not None else render_json(Path(run_dir))
@@ -284,28 +295,9 @@ def render_markdown(run_dir: Path, data: dict[str, Any] | None = None) -> str:
         lines.append(
             f"- {REPO_LABELS.get(fw, FRAMEWORK_LABELS.get(fw, fw) + ' repo')}: {ev.get('repo') or 'not recorded'}"
         )
-    if ev.get("rerun_of"):
-        lines.append(f"- Rerun: {ev['rerun_of']}")
-    if ev.get("preflight"):
-        lines.append(f"- Preflight (rl-console doctor): {ev['preflight']}")
-    if ev.get("upstream"):
-        lines.append(f"- Upstream: {ev['upstream']}")
-    if ev.get("interpreter"):
-        lines.append(f"- Run interpreter: {ev['interpreter']}")
-    if ev.get("started_anyway"):
-        lines.append(f"- Start anyway: {ev['started_anyway']}")
-    cmds = ev.get("commands") or []
-    if len(cmds) <= 1:
-        lines.append(f"- Command: {cmds[0] if cmds else 'none'}")
-    else:
-        lines.append("- Command:")
-        lines += [f"  - {c}" for c in cmds]
-    key = ev.get("key_lines") or []
-    if len(key) == 1:
-        lines.append(f"- Key lines: {key[0]}")
-    else:
-        lines.append("- Key lines:")
-        lines += [f"  - {k}" for k in key]
+    lines += [f"- {label}: {ev[k]}" for k, label in EVIDENCE_LABELS.items() if ev.get(k)]
+    lines += _listed("Command", ev.get("commands") or ["none"])
+    lines += _listed("Key lines", ev.get("key_lines") or [])
     if r.get("baseline_comparison"):
         lines += ["", "Baseline comparison:"] + [f"- {x}" for x in r["baseline_comparison"]]
     lines += ["", "Limitations:"] + [f"- {x}" for x in r["limitations"]]

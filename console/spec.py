@@ -50,9 +50,7 @@ class RunSpec:
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
         data = dict(data)
         slurm = SlurmOptions(**(data.pop("slurm", None) or {}))
-        known = {f for f in cls.__dataclass_fields__}
-        kwargs = {k: v for k, v in data.items() if k in known}
-        return cls(slurm=slurm, **kwargs)
+        return cls(slurm=slurm, **{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 def default_runs_dir() -> str:
@@ -61,20 +59,14 @@ def default_runs_dir() -> str:
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     """The SPEC options of DESIGN.md, shared by plan/run/doctor."""
-    p.add_argument(
-        "--framework", choices=FRAMEWORKS, default=None, help="nemo-rl, verl or demo (default: demo)"
-    )
-    p.add_argument(
-        "--level", dest="levels", type=int, action="append", default=None, help="coverage level (repeatable)"
-    )
+    p.add_argument("--framework", choices=FRAMEWORKS, help="nemo-rl, verl or demo (default: demo)")
+    p.add_argument("--level", dest="levels", type=int, action="append", help="coverage level (repeatable)")
     p.add_argument(
         "--variant", dest="variants", action="append", default=[], help="variant name (repeatable)"
     )
-    p.add_argument("--model", default=None, help="HF model id or local path")
-    p.add_argument("--bridge-repo", default=None, help="Megatron-Bridge checkout (default $BRIDGE_REPO)")
-    p.add_argument(
-        "--repo", default=None, help="NeMo-RL or verl checkout (default $NEMO_RL_REPO / $VERL_REPO)"
-    )
+    p.add_argument("--model", help="HF model id or local path")
+    p.add_argument("--bridge-repo", help="Megatron-Bridge checkout (default $BRIDGE_REPO)")
+    p.add_argument("--repo", help="NeMo-RL or verl checkout (default $NEMO_RL_REPO / $VERL_REPO)")
     p.add_argument(
         "--override",
         dest="overrides",
@@ -83,25 +75,23 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
         help="Hydra override KEY=VALUE (repeatable)",
     )
     p.add_argument("--env", dest="env", action="append", default=[], help="KEY=VALUE (repeatable)")
-    p.add_argument("--runs-dir", default=None, help="run store (default $RL_CONSOLE_RUNS or ./runs)")
+    p.add_argument("--runs-dir", help="run store (default $RL_CONSOLE_RUNS or ./runs)")
     p.add_argument("--launcher", choices=LAUNCHERS, default="local")
     p.add_argument("--nodes", type=int, default=1)
-    p.add_argument("--partition", default=None)
-    p.add_argument("--account", default=None)
-    p.add_argument("--time", default=None)
-    p.add_argument("--container", default=None)
-    p.add_argument("--mounts", default=None, help="SRC:DST,...")
-    p.add_argument("--gpus-per-node", type=int, default=None)
+    p.add_argument("--partition")
+    p.add_argument("--account")
+    p.add_argument("--time")
+    p.add_argument("--container")
+    p.add_argument("--mounts", help="SRC:DST,...")
+    p.add_argument("--gpus-per-node", type=int)
     p.add_argument(
         "--cpus-per-task",
         type=int,
-        default=None,
         help="Slurm: CPUs for each step (default: the cluster's default, often 1)",
     )
     p.add_argument(
         "--hang-timeout",
         type=float,
-        default=None,
         metavar="SECONDS",
         help="report a hang after this long without training progress (default 1800)",
     )

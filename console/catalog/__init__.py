@@ -9,16 +9,12 @@ file and the key, so a typo in a data change fails loudly instead of silently dr
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
 from console.errors import ConsoleError
-
-if TYPE_CHECKING:
-    from console.catalog.schema import StepTable, VariantTable
 
 CATALOG_DIR = Path(__file__).resolve().parent
 
@@ -54,8 +50,12 @@ def _parse_toml(path: Path, _mtime_ns: int, _size: int, shape: Any = None) -> di
     if shape is not None:
         from console.catalog.schema import validate  # it imports CatalogError from here
 
-        validate(data, shape, path.name)
+        data = validate(data, shape, path.name)
     return data
+
+
+# The dataclasses below are also the shapes of the framework files' tables (console.catalog.schema
+# builds them from the checked TOML): a field without a default is a required key.
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ class StepTemplate:
     title: str
     argv: tuple[str, ...]
     cwd: str
-    kind: str
-    deliverable: str
+    kind: Literal["setup", "check", "train", "metrics"]
+    deliverable: Literal["setup", "bridge_checks", "bridge_import", "framework_run", "variant", "metrics"]
     proves: str
     criteria: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
@@ -82,7 +82,7 @@ class StepTemplate:
     tb_dir: str | None = None
     metrics_json: str | None = None
     checks: tuple[str, ...] = ()
-    on_failure: str = "stop"
+    on_failure: Literal["stop", "continue"] = "stop"
     overrides: bool = False
     model: bool = False
     model_env: dict[str, str] = field(default_factory=dict)
@@ -94,6 +94,8 @@ class StepTemplate:
     when_levels: tuple[int, ...] = ()
     append_bridge_tests: bool = False
     skip_if_exists: tuple[str, ...] = ()
+    # a note the report shows (where the procedure and upstream differ), and "run through the
+    # framework's launcher" ([framework] launcher, e.g. verl's uv run)
     note: str | None = None
     launcher: bool = False
 
@@ -103,7 +105,7 @@ class Variant:
     name: str
     levels: tuple[int, ...]
     title: str
-    mode: str
+    mode: Literal["modify", "rerun", "add"]
     proves: str
     targets: tuple[str, ...] = ()
     args: tuple[str, ...] = ()
@@ -136,12 +138,14 @@ class TPGuard:
 
 
 @dataclass(frozen=True)
-class FrameworkCatalog:
+class FrameworkInfo:
+    """A framework file's ``[framework]`` table."""
+
     name: str
     title: str
     needs_repo: bool
     needs_bridge: bool
-    overrides: str
+    overrides: Literal["hydra", "none"]
     run_label: str
     repo_env: str | None = None
     pythonpath: tuple[str, ...] = ()
@@ -153,6 +157,12 @@ class FrameworkCatalog:
     gpus_advice: str = ""
     launcher: tuple[str, ...] = ()
     launcher_off: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FrameworkCatalog(FrameworkInfo):
+    """One framework's catalog: its ``[framework]`` table and the rest of its file."""
+
     placeholders: dict[str, str] = field(default_factory=dict)
     run_env: dict[str, str] = field(default_factory=dict)
     before_train: tuple[StepTemplate, ...] = ()
@@ -175,33 +185,23 @@ class TouchedArea:
     levels: dict[str, tuple[int, ...]]
 
 
-def _fields(table: Mapping[str, Any], **built: Any) -> dict[str, Any]:
-    """A checked table as dataclass fields: lists as tuples, tables copied, ``built`` in place of some."""
-    copied = {
-        k: tuple(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
-        for k, v in table.items()
-    }
-    return copied | built
+def _check_steps(steps: tuple[StepTemplate, ...], where: str) -> None:
+    for s in steps:
+        if not s.argv:
+            raise CatalogError(f"{where} {s.name!r}: argv is empty")
 
 
-def _step(t: StepTable, where: str) -> StepTemplate:
-    if not t["argv"]:
-        raise CatalogError(f"{where} {t['name']!r}: argv is empty")
-    return StepTemplate(**_fields(t))
-
-
-def _variant(t: VariantTable, where: str, step_names: set[str]) -> Variant:
-    where = f"{where} {t['name']!r}"
-    steps = tuple(_step(s, f"{where} step") for s in t.get("steps", []))
-    if t["mode"] == "add" and not steps:
+def _check_variant(v: Variant, where: str, step_names: set[str]) -> None:
+    where = f"{where} {v.name!r}"
+    _check_steps(v.steps, f"{where} step")
+    if v.mode == "add" and not v.steps:
         raise CatalogError(f"{where}: mode 'add' needs [[variants.steps]]")
-    if t["mode"] in ("modify", "rerun"):
-        if not t.get("targets"):
-            raise CatalogError(f"{where}: mode {t['mode']!r} needs targets")
-        for name in t["targets"]:
+    if v.mode in ("modify", "rerun"):
+        if not v.targets:
+            raise CatalogError(f"{where}: mode {v.mode!r} needs targets")
+        for name in v.targets:
             if not name.startswith("*") and name not in step_names:
                 raise CatalogError(f"{where}: target {name!r} is not a level step")
-    return Variant(**_fields(t, steps=steps))
 
 
 def catalog_path(name: str) -> Path:
@@ -213,15 +213,16 @@ def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> Framewor
     from console.catalog.schema import FrameworkFile, validate  # it imports CatalogError from here
 
     checked: FrameworkFile = validate(data, FrameworkFile, source)
-    levels = []
-    for t in checked.get("levels", []):
-        steps = tuple(_step(s, f"{source} level {t['number']} step") for s in t.get("steps", []))
-        levels.append(Level(**_fields(t, steps=steps)))
+    levels = checked.get("levels", [])
+    for lv in levels:
+        _check_steps(lv.steps, f"{source} level {lv.number} step")
     numbers = [lv.number for lv in levels]
     if len(set(numbers)) != len(numbers):
         raise CatalogError(f"{source}: duplicate level numbers")
     step_names = {s.name for lv in levels for s in lv.steps}
-    variants = tuple(_variant(v, f"{source} [[variants]]", step_names) for v in checked.get("variants", []))
+    variants = tuple(checked.get("variants", []))
+    for v in variants:
+        _check_variant(v, f"{source} [[variants]]", step_names)
     for v in variants:
         bad = [n for n in v.levels if n not in numbers]
         if bad:
@@ -230,15 +231,18 @@ def parse_framework(data: dict[str, Any], source: str = "<catalog>") -> Framewor
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise CatalogError(f"{source}: duplicate step names {sorted(dupes)}")
+    before_train, setup = tuple(checked.get("before_train", [])), tuple(checked.get("setup", []))
+    _check_steps(before_train, f"{source} [[before_train]]")
+    _check_steps(setup, f"{source} [[setup]]")
     return FrameworkCatalog(
-        **_fields(checked["framework"]),
-        placeholders=dict(checked.get("placeholders", {})),
-        run_env=dict(checked.get("run_env", {})),
-        before_train=tuple(_step(s, f"{source} [[before_train]]") for s in checked.get("before_train", [])),
-        setup=tuple(_step(s, f"{source} [[setup]]") for s in checked.get("setup", [])),
+        **vars(checked["framework"]),
+        placeholders=checked.get("placeholders", {}),
+        run_env=checked.get("run_env", {}),
+        before_train=before_train,
+        setup=setup,
         levels=tuple(sorted(levels, key=lambda lv: lv.number)),
         variants=variants,
-        tp_guard=TPGuard(**_fields(checked["tp_guard"])) if "tp_guard" in checked else None,
+        tp_guard=checked.get("tp_guard"),
     )
 
 

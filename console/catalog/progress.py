@@ -55,16 +55,13 @@ def _pattern(t: ProgressPatternEntry, where: str) -> ProgressPattern:
     group = _GROUP.get(t["kind"])
     if group and group not in regex.groupindex:
         raise CatalogError(f"{where}: a {t['kind']} regex needs a (?P<{group}>...) group")
-    return ProgressPattern(
-        id=t["id"],
-        framework=t["framework"],
-        kind=t["kind"],
-        literals=tuple(t["literals"]),
-        regex=regex,
-        min_step=t.get("min_step", 0),
-        complete_at_total=t.get("complete_at_total", False),
-        reason=t.get("reason") or t["id"],
-    )
+    fields: dict[str, Any] = {
+        **t,
+        "literals": tuple(t["literals"]),
+        "regex": regex,
+        "reason": t.get("reason") or t["id"],
+    }
+    return ProgressPattern(**fields)  # the entry's keys are the pattern's fields
 
 
 def load_progress_patterns(path: Path | None = None) -> tuple[ProgressPattern, ...]:
@@ -82,16 +79,11 @@ def progress_patterns() -> tuple[ProgressPattern, ...]:
     return load_progress_patterns()
 
 
-def patterns_of(framework: str) -> dict[str, ProgressPattern]:
-    """The patterns of one framework, by id."""
-    return {p.id: p for p in progress_patterns() if p.framework == framework}
-
-
 class FrameworkPatterns:
     """One framework's patterns, tried in one pass per line: a regex only where its literal is."""
 
     def __init__(self, framework: str) -> None:
-        self.by_id = patterns_of(framework)
+        self.by_id = {p.id: p for p in progress_patterns() if p.framework == framework}
         self.completions = tuple(p for p in self.by_id.values() if p.kind == "complete")
         self._by_literal = tuple((lit, p) for p in self.by_id.values() for lit in p.literals)
 

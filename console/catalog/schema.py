@@ -1,16 +1,19 @@
-"""The shapes of the catalog's data files, as TypedDicts, and one check that a parsed file has them.
+"""The shapes of the catalog's data files, and one check that a parsed file has them.
 
 ``validate(data, Shape, "doctor.toml")`` walks the parsed TOML against ``Shape``: an unknown key, a
 missing required key or a value of the wrong type is a ``CatalogError`` naming the file and the
-dotted key (``doctor.toml: checks.gpus.ok.status: expected str, got int``). The same TypedDicts are
-the return types of the loaders, so the type checker holds the code that reads a file to the keys
-the file is checked for. (``console.catalog`` and ``console.triage.rules`` then check what a shape
-cannot say: step names, level numbers, class ids, regexes.)
+dotted key (``doctor.toml: checks.gpus.ok.status: expected str, got int``). A shape is a TypedDict
+(the dict comes back) or a frozen dataclass of ``console.catalog`` (built from the table: its fields
+with a default are the optional keys, a ``tuple[X, ...]`` is a TOML list). A new data file declares
+its TypedDict here and adds it to ``SHAPES``; the shapes are the loaders' return types, so the type
+checker holds the code that reads a file to the keys the file is checked for. (``console.catalog``
+and ``console.triage.rules`` then check what a shape cannot say: step names, class ids, regexes.)
 
 No ``from __future__ import annotations`` here: Python 3.11 computes ``__required_keys__`` from the
 evaluated annotations only.
 """
 
+import dataclasses
 import types
 from collections.abc import Callable
 from functools import cache
@@ -29,18 +32,11 @@ from typing import (
     is_typeddict,
 )
 
-from console.catalog import CatalogError, load_toml
+from console.catalog import CatalogError, FrameworkInfo, Level, StepTemplate, TPGuard, Variant, load_toml
 
 T = TypeVar("T")
 
 # ---------------------------------------------------------------- the check
-
-
-def validate(data: Any, shape: Any, source: str) -> Any:
-    """``data`` when it has ``shape`` (a TypedDict, or a type such as ``dict[str, X]``), else a
-    ``CatalogError`` naming ``source`` and the first key that does not fit."""
-    _check(data, shape, source, "")
-    return data
 
 
 def load_checked(name: str | Path, shape: Callable[..., T]) -> T:
@@ -50,13 +46,11 @@ def load_checked(name: str | Path, shape: Callable[..., T]) -> T:
 
 
 def _name(shape: Any) -> str:
-    if is_typeddict(shape):
+    if _is_table(shape):
         return "table"
     origin = get_origin(shape)
-    if origin is list:
+    if origin in (list, tuple):
         return f"list of {_name(get_args(shape)[0])}"
-    if origin is dict:
-        return "table"
     if origin is Literal:
         return " or ".join(repr(a) for a in get_args(shape))
     if origin in (Union, types.UnionType):
@@ -69,28 +63,31 @@ def _fail(source: str, where: str, shape: Any, value: Any) -> CatalogError:
     return CatalogError(f"{source}: {where or 'top level'}: expected {_name(shape)}, got {got}")
 
 
-def _check(value: Any, shape: Any, source: str, where: str) -> None:
+def validate(value: Any, shape: Any, source: str, where: str = "") -> Any:
+    """``value`` as ``shape`` (a TypedDict, a dataclass, or a type such as ``dict[str, X]``), else a
+    ``CatalogError`` naming ``source`` and the first key (below ``where``) that does not fit."""
     if shape is Any:
-        return
-    if is_typeddict(shape):
+        return value
+    built_by_class = dataclasses.is_dataclass(shape)
+    if is_typeddict(shape) or built_by_class:
         if not isinstance(value, dict):
             raise _fail(source, where, shape, value)
         hints, required = _fields(shape)
+        built = {}
         for key, item in value.items():
             if key not in hints:
                 raise CatalogError(f"{source}: {_join(where, key)}: unknown key")
-            _check(item, hints[key], source, _join(where, key))
+            built[key] = validate(item, hints[key], source, _join(where, key))
         missing = [k for k in required if k not in value]
         if missing:
             raise CatalogError(f"{source}: {where or 'top level'}: missing key {', '.join(missing)}")
-        return
+        return shape(**built) if built_by_class else built
     origin = get_origin(shape)
     if origin in (Union, types.UnionType):
         errors = []
         for option in get_args(shape):
             try:
-                _check(value, option, source, where)
-                return
+                return validate(value, option, source, where)
             except CatalogError as exc:
                 errors.append((option, exc))
         # a table that fails its table shape: say what is wrong inside it, not "expected table"
@@ -101,21 +98,17 @@ def _check(value: Any, shape: Any, source: str, where: str) -> None:
     if origin is Literal:
         if value not in get_args(shape):
             raise CatalogError(f"{source}: {where}: expected {_name(shape)}, got {value!r}")
-        return
-    if origin is list:
+        return value
+    if origin in (list, tuple):
         if not isinstance(value, list):
             raise _fail(source, where, shape, value)
-        (item,) = get_args(shape)
-        for i, v in enumerate(value):
-            _check(v, item, source, f"{where}[{i}]")
-        return
+        item = get_args(shape)[0]
+        return origin(validate(v, item, source, f"{where}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, dict):
             raise _fail(source, where, shape, value)
         _, item = get_args(shape)
-        for k, v in value.items():
-            _check(v, item, source, _join(where, k))
-        return
+        return {k: validate(v, item, source, _join(where, k)) for k, v in value.items()}
     ok = (
         isinstance(value, float | int) and not isinstance(value, bool)
         if shape is float
@@ -123,16 +116,27 @@ def _check(value: Any, shape: Any, source: str, where: str) -> None:
     )
     if not ok:
         raise _fail(source, where, shape, value)
+    return value
 
 
 @cache
 def _fields(shape: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """A TypedDict's (key -> type, required keys): read once per shape."""
-    return get_type_hints(shape), tuple(sorted(shape.__required_keys__))
+    """A shape's (key -> type, required keys): read once per shape. A dataclass field whose default
+    is None is an optional key of the type it names besides None (TOML has no null)."""
+    hints = get_type_hints(shape)
+    if not dataclasses.is_dataclass(shape):
+        return hints, tuple(sorted(shape.__required_keys__))
+    fields = dataclasses.fields(shape)
+    for f in fields:
+        if f.default is None:
+            hints[f.name] = next(a for a in get_args(hints[f.name]) if a is not types.NoneType)
+    nodefault = dataclasses.MISSING
+    required = [f.name for f in fields if f.default is nodefault and f.default_factory is nodefault]
+    return hints, tuple(sorted(required))
 
 
 def _is_table(shape: Any) -> bool:
-    return is_typeddict(shape) or get_origin(shape) is dict
+    return is_typeddict(shape) or dataclasses.is_dataclass(shape) or get_origin(shape) is dict
 
 
 def _join(where: str, key: object) -> str:
@@ -153,109 +157,19 @@ class Remedy(TypedDict):
 
 
 # ---------------------------------------------------------------- nemo_rl.toml, verl.toml, demo.toml
-
-
-class FrameworkTable(TypedDict):
-    name: str
-    title: str
-    needs_repo: bool
-    needs_bridge: bool
-    overrides: Literal["hydra", "none"]
-    run_label: str
-    repo_env: NotRequired[str]
-    pythonpath: NotRequired[list[str]]
-    pass_env: NotRequired[list[str]]
-    model_args: NotRequired[list[str]]
-    model_path_args: NotRequired[list[str]]
-    model_env: NotRequired[dict[str, str]]
-    model_path_env: NotRequired[dict[str, str]]
-    gpus_advice: NotRequired[str]
-    launcher: NotRequired[list[str]]
-    launcher_off: NotRequired[dict[str, str]]
-
-
-class StepTable(TypedDict):
-    name: str
-    title: str
-    argv: list[str]
-    cwd: str
-    kind: Literal["setup", "check", "train", "metrics"]
-    deliverable: Literal["setup", "bridge_checks", "bridge_import", "framework_run", "variant", "metrics"]
-    proves: str
-    criteria: NotRequired[list[str]]
-    env: NotRequired[dict[str, str]]
-    unset: NotRequired[list[str]]
-    gpus: NotRequired[int]
-    gpus_key: NotRequired[str]
-    gpus_env: NotRequired[str]
-    total_steps: NotRequired[int]
-    steps_key: NotRequired[str]
-    steps_env: NotRequired[str]
-    log_files: NotRequired[list[str]]
-    tb_dir: NotRequired[str]
-    metrics_json: NotRequired[str]
-    checks: NotRequired[list[str]]
-    on_failure: NotRequired[Literal["stop", "continue"]]
-    overrides: NotRequired[bool]
-    model: NotRequired[bool]
-    model_env: NotRequired[dict[str, str]]
-    needs_model: NotRequired[bool]
-    forwards_unquoted: NotRequired[bool]
-    config: NotRequired[str]
-    implied: NotRequired[dict[str, str]]
-    report_metrics: NotRequired[list[str]]
-    when_levels: NotRequired[list[int]]
-    append_bridge_tests: NotRequired[bool]
-    skip_if_exists: NotRequired[list[str]]
-    # upstream-truth additions: a note the report shows (where the procedure and upstream differ),
-    # and "run through the framework's launcher" ([framework] launcher, e.g. verl's uv run)
-    note: NotRequired[str]
-    launcher: NotRequired[bool]
-
-
-class LevelTable(TypedDict):
-    number: int
-    title: str
-    required_when: str
-    proves: str
-    gpus: int
-    requires_variant: NotRequired[bool]
-    steps: NotRequired[list[StepTable]]
-
-
-class VariantTable(TypedDict):
-    name: str
-    levels: list[int]
-    title: str
-    mode: Literal["modify", "rerun", "add"]
-    proves: str
-    targets: NotRequired[list[str]]
-    args: NotRequired[list[str]]
-    env: NotRequired[dict[str, str]]
-    criteria: NotRequired[list[str]]
-    report_metrics: NotRequired[list[str]]
-    needs_model: NotRequired[bool]
-    steps: NotRequired[list[StepTable]]
-    note: NotRequired[str]
-
-
-class TPGuardTable(TypedDict):
-    tp_keys: list[str]
-    min_tp: int
-    micro_key: str
-    logprob_key: str
-    advice: str
+# (the tables are the dataclasses of console.catalog; console.catalog.parse_framework then checks
+# step names, level numbers and variant targets)
 
 
 class FrameworkFile(TypedDict):
-    framework: FrameworkTable
+    framework: FrameworkInfo
     placeholders: NotRequired[dict[str, str]]
     run_env: NotRequired[dict[str, str]]
-    before_train: NotRequired[list[StepTable]]
-    setup: NotRequired[list[StepTable]]
-    levels: NotRequired[list[LevelTable]]
-    variants: NotRequired[list[VariantTable]]
-    tp_guard: NotRequired[TPGuardTable]
+    before_train: NotRequired[list[StepTemplate]]
+    setup: NotRequired[list[StepTemplate]]
+    levels: NotRequired[list[Level]]
+    variants: NotRequired[list[Variant]]
+    tp_guard: NotRequired[TPGuard]
 
 
 # ---------------------------------------------------------------- doctor.toml
@@ -321,6 +235,12 @@ class CheckCase(TypedDict):
     advice: str
 
 
+class DoctorUv(TypedDict):
+    sync_flags: list[str]
+    sync_value_flags: list[str]
+    run_value_flags: list[str]
+
+
 class DoctorRemedies(TypedDict):
     torch_cuda_arch_list: str
 
@@ -329,6 +249,7 @@ class DoctorCatalog(TypedDict):
     defaults: DoctorDefaults
     # framework -> argv; verl_uv_when: variable -> the values that make verl's wrapper use uv
     interpreters: dict[str, list[str] | dict[str, list[str]]]
+    uv: DoctorUv
     versions: dict[str, list[str]]  # label -> distribution names
     # verified: framework -> commit; a framework -> its wrappers' models
     wrapper_models: dict[str, list[WrapperScript] | dict[str, str]]
@@ -342,7 +263,10 @@ class DoctorCatalog(TypedDict):
 # ---------------------------------------------------------------- compare.toml
 
 
-class CompareDefaults(TypedDict):
+@dataclasses.dataclass
+class CompareDefaults:
+    """compare.toml's [defaults], also the base of ``console.compare.tolerances.Rules``."""
+
     last_k: int
     min_steps: int
     regress_rel: float

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from types import ModuleType
 
 from console import __version__
 from console.errors import ConsoleError
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--theme", default=None, help="TUI theme (dark, light, high-contrast)")
     p.add_argument("--version", action="version", version=f"rl-console {__version__}")
+    p.set_defaults(runs_dir=None, open_run=None, log=None)  # no command: the console, as `tui` opens it
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     sp = sub.add_parser("plan", help="print the steps (argv, env, cwd) without running")
@@ -68,7 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-doctor", action="store_true", help="skip the preflight checks")
     sp.add_argument(
         "--baseline",
-        default=None,
         metavar="REF",
         help="first run the same plan with the Bridge checkout at REF (a git worktree), then "
         "this one, then compare them",
@@ -144,7 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--last-k",
         type=int,
-        default=None,
         metavar="K",
         help="means over the last K common steps (default from compare.toml)",
     )
@@ -174,52 +174,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def handler_for(command: str) -> Handler:  # noqa: PLR0911 - one branch a command, imported when chosen
-    """The handler of ``command``."""
-    if command == "plan":
-        from console.cli.plan import cmd_plan
-
-        return cmd_plan
+def handler_for(command: str) -> Handler:
+    """The handler of ``command``: ``cmd_<command>`` of its module, imported only when chosen."""
+    module: ModuleType
     if command in ("run", "ls", "show", "attach", "cancel", "demo", "replay"):
-        from console.cli import runs
-
-        handler: Handler = getattr(runs, f"cmd_{command}")
-        return handler
-    if command == "triage":
-        from console.cli.triage import cmd_triage
-
-        return cmd_triage
-    if command == "report":
-        from console.cli.report import cmd_report
-
-        return cmd_report
-    if command == "doctor":
-        from console.cli.doctor import cmd_doctor
-
-        return cmd_doctor
-    if command == "compare":
-        from console.cli.compare import cmd_compare
-
-        return cmd_compare
-    if command == "tui":
-        from console.tui.launch import cmd_tui
-
-        return cmd_tui
-    if command == "status":
-        from console.tui.statusline import cmd_status
-
-        return cmd_status
-    raise KeyError(command)
+        from console.cli import runs as module
+    elif command == "plan":
+        from console.cli import plan as module
+    elif command == "triage":
+        from console.cli import triage as module
+    elif command == "report":
+        from console.cli import report as module
+    elif command == "doctor":
+        from console.cli import doctor as module
+    elif command == "compare":
+        from console.cli import compare as module
+    elif command == "tui":
+        from console.tui import launch as module
+    elif command == "status":
+        from console.tui import statusline as module
+    else:
+        raise KeyError(command)
+    handler: Handler = getattr(module, f"cmd_{command}")
+    return handler
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = args.command or "tui"
-    if args.command is None:
-        args.runs_dir = None
-        args.open_run = None
-        args.log = None
     if command == "replay":
         args.log = sample_log(args.log)
     if command in NEEDS_TERMINAL and not sys.stdout.isatty():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import shutil
 import sys
@@ -26,17 +27,13 @@ def format_table(result: DoctorResult, width: int | None = None) -> str:
     id_w = max(len(c["id"]) for c in result["checks"]) if result["checks"] else 10
     lines = [f"{'CHECK':<{id_w}}  {'STATUS':<6}  EVIDENCE"]
     indent = " " * (id_w + 10)
+    wrap = functools.partial(textwrap.wrap, width=max(20, width - len(indent)), break_on_hyphens=False)
     for check in result["checks"]:
-        body = textwrap.wrap(
-            check["evidence"] or "-", width=max(20, width - len(indent)), break_on_hyphens=False
-        ) or ["-"]
+        body = wrap(check["evidence"] or "-") or ["-"]
         lines.append(f"{check['id']:<{id_w}}  {_MARK[check['status']]:<6}  {body[0]}")
         lines.extend(indent + more for more in body[1:])
         if check["status"] != "ok":
-            for text in textwrap.wrap(
-                "advice: " + check["advice"], width=max(20, width - len(indent)), break_on_hyphens=False
-            ):
-                lines.append(indent + text)
+            lines += [indent + text for text in wrap("advice: " + check["advice"])]
             remedy = remedy_text(check["remedy"])
             if remedy:
                 lines.append(indent + "remedy: " + remedy)
@@ -56,8 +53,7 @@ def progress_line(what: str) -> Iterator[None]:
             sys.stderr.write(f"\r{what}... {time.monotonic() - start:.0f}s")
             sys.stderr.flush()
 
-    sys.stderr.write(f"{what}...")
-    sys.stderr.write("" if tty else "\n")
+    sys.stderr.write(f"{what}..." + ("" if tty else "\n"))
     sys.stderr.flush()
     ticker = threading.Thread(target=tick, daemon=True) if tty else None
     if ticker is not None:
@@ -73,10 +69,6 @@ def progress_line(what: str) -> Iterator[None]:
         sys.stderr.flush()
 
 
-def exit_code(result: DoctorResult) -> int:
-    return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
     from console.plan import build_plan
 
@@ -89,4 +81,4 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(format_table(result))
-    return exit_code(result)
+    return exitcodes.BLOCKED if result["verdict"] == "block" else exitcodes.PASS

@@ -15,11 +15,8 @@ from console.spec import spec_from_args
 
 
 def render_text(plan: Plan) -> str:
-    lines = []
-    for w in plan.warnings:
-        lines.append(f"warning: {redact_text(w)}")
-    for d in plan.drift:
-        lines.append(f"catalog_drift: {redact_text(str(d.get('message')))}")
+    lines = [f"warning: {redact_text(w)}" for w in plan.warnings]
+    lines += [f"catalog_drift: {redact_text(str(d.get('message')))}" for d in plan.drift]
     for i, s in enumerate(plan.steps, 1):
         lvl = "" if s.level is None else f" L{s.level}"
         lines.append(f"{i:02d} {s.name}{lvl} [{s.kind}/{s.deliverable}] gpus={s.gpus}")

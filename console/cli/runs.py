@@ -1,7 +1,4 @@
-"""CLI handlers for runs: ``run``, ``ls``, ``show``, ``attach``, ``cancel``, ``demo``, ``replay``.
-
-Each has the signature ``(args: argparse.Namespace) -> int`` (the exit code).
-"""
+"""CLI handlers for runs: ``run``, ``ls``, ``show``, ``attach``, ``cancel``, ``demo``, ``replay``."""
 
 from __future__ import annotations
 
@@ -30,19 +27,14 @@ def _runs_dir(args: argparse.Namespace) -> Path:
     return runs_dir_from(getattr(args, "runs_dir", None))
 
 
-def _exit_for(run_dir: Path) -> int:
-    """The verdict's exit code, or DETACHED when the console left a run that goes on."""
-    state = current_state(run_dir)
-    return exitcodes.for_verdict(state.get("verdict")) if is_finished(state) else exitcodes.DETACHED
-
-
 def _watch(run_dir: Path, runs_dir: Path, headless: bool) -> int:
     """Follow a run: the TUI's monitor when it is there and not ``headless``; else headless lines."""
     if not headless:
         from console.tui.launch import open_run
 
         open_run(run_dir, runs_dir)
-        return _exit_for(run_dir)
+        state = current_state(run_dir)  # DETACHED when the console left a run that goes on
+        return exitcodes.for_verdict(state.get("verdict")) if is_finished(state) else exitcodes.DETACHED
     try:
         return follow_run(run_dir)
     except KeyboardInterrupt:

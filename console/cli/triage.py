@@ -1,8 +1,5 @@
-"""`rl-console triage` and `rl-console report` handlers.
-
-Kept light: triage runs once per log in evaluation loops, so nothing heavy (torch, ray, textual,
-tensorboard) is imported here.
-"""
+"""`rl-console triage`: kept light, it runs once per log in evaluation loops (no torch, ray, textual,
+tensorboard imported here)."""
 
 from __future__ import annotations
 

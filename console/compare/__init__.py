@@ -38,11 +38,8 @@ def compare_runs(
     rules = load_rules("nemo-rl")
     fb = read_facts(baseline, sa, rules)
     fc = read_facts(candidate, sb, rules)
-    framework = (
-        fc.framework
-        if fc.framework in known_frameworks()
-        else (fb.framework if fb.framework in known_frameworks() else guess_framework(sa.tags & sb.tags))
-    )
+    framework = next((f for f in (fc.framework, fb.framework) if f in known_frameworks()), None)
+    framework = framework or guess_framework(sa.tags & sb.tags)
     rules = apply_overrides(load_rules(framework), tolerances or [], sa.tags & sb.tags)
     k = last_k or rules.last_k
     diffs = differences(fb, fc, rules)
@@ -57,11 +54,8 @@ def compare_runs(
         rows.append(metric_row(rule, al, k, across_seeds))
         lengths.append((len(sa.curves[tags[0]]), len(sb.curves[tags[1]])))
         curves[rule.key] = {"metric": al.name, "steps": al.steps, "baseline": al.base, "candidate": al.cand}
-    timing = []
-    for trule in rules.timing.values():
-        tags = pick_tags(trule.names, sa, sb)
-        if tags is not None:
-            timing.append(timing_row(trule, align(tags, sa, sb), rules, k))
+    picked = [(t, pick_tags(t.names, sa, sb)) for t in rules.timing.values()]
+    timing = [timing_row(t, align(tags, sa, sb), rules, k) for t, tags in picked if tags is not None]
     common = max(
         (r["steps"] for r in rows if r["judged"]), default=max((r["steps"] for r in rows), default=0)
     )

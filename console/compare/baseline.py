@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from typing import Any
 from console import exitcodes
 from console.compare import COMPARE_JSON, VERDICT_EXIT, compare_runs
 from console.compare.render import report_lines, text
-from console.doctor.gitinfo import full_head, repo_state
+from console.doctor.gitinfo import full_head, git, repo_state
 from console.errors import SpecError
 from console.fileio import write_json_atomic
 from console.rundir.state import read_state, update_state
@@ -35,17 +36,7 @@ from console.spec import RunSpec
 
 WORKTREES = ".worktrees"
 Starter = Callable[[RunSpec, argparse.Namespace, Any], Path]
-
-
-def _git(repo: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", repo, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+_git = functools.partial(git, timeout=120.0)  # a worktree of a large checkout takes a while
 
 
 def resolve_ref(bridge: str, ref: str) -> str:
@@ -201,22 +192,19 @@ def run_with_baseline(spec: RunSpec, args: argparse.Namespace, start: Starter) -
         update_state(base_dir, lambda s: s.update({"candidate_run": cand_dir.name}))
         _follow(cand_dir, "candidate (Bridge as is)")
         current = None
-    except KeyboardInterrupt:
-        if current is not None:
-            from console.runs.cancel import cancel_run
-
-            cancel_run(current, grace=5.0)
-            print(f"\ncancelled {current.name}; the baseline worktree is removed", file=sys.stderr)
-        remove_worktree(bridge, worktree)
-        return exitcodes.CANCELLED
-    except BaseException:
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
         if current is not None:  # a run we started must not outlive the worktree it reads
             from console.runs.cancel import cancel_run
 
             cancel_run(current, grace=5.0)
-        remove_worktree(bridge, worktree)
+            if interrupted:
+                print(f"\ncancelled {current.name}; the baseline worktree is removed", file=sys.stderr)
+        if interrupted:
+            return exitcodes.CANCELLED
         raise
-    remove_worktree(bridge, worktree)
+    finally:
+        remove_worktree(bridge, worktree)
     return finish_pair(base_dir, cand_dir)
 
 
@@ -233,7 +221,5 @@ def finish_pair(base_dir: Path, cand_dir: Path) -> int:
         print(f"report of {cand_dir.name} not written: {exc}", file=sys.stderr)
     print("\n--- Baseline comparison ---")
     print(text(result), end="")
-    verdict = read_state(cand_dir).get("verdict")
-    if verdict != "Pass":
-        return exitcodes.for_verdict(verdict)
-    return VERDICT_EXIT[result["verdict"]]
+    verdict = read_state(cand_dir).get("verdict")  # the candidate's own exit code unless it passed
+    return exitcodes.for_verdict(verdict) if verdict != "Pass" else VERDICT_EXIT[result["verdict"]]

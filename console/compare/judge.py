@@ -41,13 +41,9 @@ def align(tags: tuple[str, str], a: RunSeries, b: RunSeries) -> Aligned:
     return Aligned(name, steps, [ca[s] for s in steps], [cb[s] for s in steps])
 
 
-def _finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
-
-
 def _diff(b: float, c: float) -> tuple[float, float]:
     """(|c - b|, |c - b| / |b|) with NaN/Inf handled: equal non-finite values differ by 0."""
-    if not (_finite(b) and _finite(c)):
+    if not (math.isfinite(b) and math.isfinite(c)):
         same = (math.isnan(b) and math.isnan(c)) or b == c
         return (0.0, 0.0) if same else (math.inf, math.inf)
     d = abs(c - b)
@@ -60,9 +56,7 @@ def _mean(values: list[float]) -> float | None:
 
 def _num(x: float | None) -> float | str | None:
     """JSON-safe number (NaN/Inf as text)."""
-    if x is None:
-        return None
-    return x if _finite(x) else str(x)
+    return x if x is None or math.isfinite(x) else str(x)
 
 
 def metric_row(rule: MetricRule, al: Aligned, last_k: int, across_seeds: bool) -> dict[str, Any]:
@@ -76,9 +70,9 @@ def metric_row(rule: MetricRule, al: Aligned, last_k: int, across_seeds: bool) -
     for step, b, c in zip(al.steps, al.base, al.cand, strict=True):
         d, r = _diff(b, c)
         max_abs = max(max_abs, d)
-        if not _finite(b) or abs(b) > rule.abs:
+        if not math.isfinite(b) or abs(b) > rule.abs:
             max_rel = max(max_rel, r)
-        tol = rule.tolerance(b if _finite(b) else 0.0)
+        tol = rule.tolerance(b if math.isfinite(b) else 0.0)
         if first_div is None and d > (tol or 0.0):
             first_div = step
     if across_seeds:
@@ -118,9 +112,7 @@ def timing_row(rule: TimingRule, al: Aligned, rules: Rules, last_k: int) -> dict
     bm, cm = _mean(al.base[-k:]), _mean(al.cand[-k:])
     delta = cm - bm if bm is not None and cm is not None else None
     rel = delta / abs(bm) if delta is not None and bm else None
-    worse = None
-    if delta is not None:
-        worse = delta if rule.better == "lower" else -delta
+    worse = None if delta is None else delta if rule.better == "lower" else -delta
     regression = bool(
         worse is not None and worse > rules.regress_abs and (rel is None or abs(rel) > rules.regress_rel)
     )

@@ -6,6 +6,7 @@ different experiment (``config``), the seed (``seed``), or context (``info``).""
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,11 +42,7 @@ class RunFacts:
     links: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
-
-
-def _steps_logs(state: Mapping[str, Any]) -> dict[str, Any]:
-    return {"steps": {s.get("name"): {"log": s.get("log")} for s in state.get("steps") or []}}
+        return dict(self.__dict__)
 
 
 def _git_line(
@@ -55,7 +52,8 @@ def _git_line(
     from console.report import _repo_state  # the report's own reading of the git steps
 
     try:
-        return _repo_state(run_dir, plan.get("steps") or [], _steps_logs(state), path, which)
+        logs = {"steps": {s.get("name"): {"log": s.get("log")} for s in state.get("steps") or []}}
+        return _repo_state(run_dir, plan.get("steps") or [], logs, path, which)
     except (OSError, KeyError, TypeError, ValueError):
         return None
 
@@ -72,9 +70,7 @@ def _recorded_bridge(extra: dict[str, Any]) -> str | None:
 
 def _hardware(series: RunSeries | None, doctor: dict[str, Any]) -> str:
     if series is not None and series.gpu:
-        names: dict[str, int] = {}
-        for peak in series.gpu.values():
-            names[peak.name] = names.get(peak.name, 0) + 1
+        names = Counter(peak.name for peak in series.gpu.values())
         return ", ".join(f"{n}x {name}" for name, n in sorted(names.items()))
     for check in doctor.get("checks") or []:
         if check.get("id") in ("gpus", "devices", "visible_devices") and check.get("evidence"):
@@ -95,11 +91,8 @@ def read_facts(run_dir: Path, series: RunSeries | None, rules: Rules) -> RunFact
     )
     seed_keys = [k for k in overrides if k.rsplit(".", 1)[-1] in rules.seed_key_suffixes]
     seed = ",".join(f"{k}={overrides[k]}" for k in sorted(seed_keys)) or DEFAULT_SEED
-    env: dict[str, str] = {}
-    for step in plan.get("steps") or []:
-        if step.get("kind") == "train":
-            env.update({str(k): str(v) for k, v in (step.get("env") or {}).items()})
-    env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+    envs = [s.get("env") or {} for s in plan.get("steps") or [] if s.get("kind") == "train"]
+    env = {str(k): str(v) for e in [*envs, spec.get("env") or {}] for k, v in e.items()}  # the spec's win
     bridge = _recorded_bridge(extra) or _git_line(run_dir, plan, state, spec.get("bridge_repo"), "bridge")
     repo = _git_line(run_dir, plan, state, spec.get("repo"), "repo") if spec.get("repo") else None
     links = {k: str(state[k]) for k in ("baseline_run", "candidate_run", "linked_from") if state.get(k)}
@@ -121,10 +114,6 @@ def read_facts(run_dir: Path, series: RunSeries | None, rules: Rules) -> RunFact
         created=state.get("created"),
         links=links,
     )
-
-
-def _ignored(key: str, rules: Rules) -> bool:
-    return any(fnmatch.fnmatchcase(key, pat) for pat in rules.ignore_override_keys)
 
 
 def differences(base: RunFacts, cand: RunFacts, rules: Rules) -> list[dict[str, Any]]:
@@ -156,7 +145,8 @@ def differences(base: RunFacts, cand: RunFacts, rules: Rules) -> list[dict[str, 
     for key in sorted(set(base.overrides) | set(cand.overrides)):
         if key in seed_keys:
             continue
-        kind = "info" if _ignored(key, rules) else "config"
+        ignored = any(fnmatch.fnmatchcase(key, pat) for pat in rules.ignore_override_keys)
+        kind = "info" if ignored else "config"
         add(
             f"override {key}",
             base.overrides.get(key, "(not set)"),

@@ -18,9 +18,7 @@ def num(x: Any, digits: int = 4) -> str:
     v = float(x)
     if v == 0:
         return "0"
-    if abs(v) >= 1e5 or abs(v) < 1e-3:
-        return f"{v:.{digits - 1}e}"
-    return f"{v:.{digits}g}"
+    return f"{v:.{digits - 1}e}" if abs(v) >= 1e5 or abs(v) < 1e-3 else f"{v:.{digits}g}"
 
 
 def pct(x: Any) -> str:
@@ -58,23 +56,19 @@ def _tol(row: dict[str, Any]) -> str:
 
 def metric_table(r: dict[str, Any]) -> list[tuple[str, ...]]:
     """Rows: metric, baseline, candidate, delta, rel delta, first divergence, tolerance, status."""
-    out: list[tuple[str, ...]] = []
-    for row in r["metrics"]:
-        status = ("ok" if row["within"] else "MOVED") if row["judged"] else "info"
-        div = str(row["first_divergence"]) if row["first_divergence"] is not None else "-"
-        out.append(
-            (
-                str(row["key"]),
-                num(row["baseline_mean"]),
-                num(row["candidate_mean"]),
-                num(row["delta"]),
-                pct(row["rel_delta"]),
-                div,
-                _tol(row),
-                status,
-            )
+    return [
+        (
+            str(row["key"]),
+            num(row["baseline_mean"]),
+            num(row["candidate_mean"]),
+            num(row["delta"]),
+            pct(row["rel_delta"]),
+            str(row["first_divergence"]) if row["first_divergence"] is not None else "-",
+            _tol(row),
+            ("ok" if row["within"] else "MOVED") if row["judged"] else "info",
         )
-    return out
+        for row in r["metrics"]
+    ]
 
 
 def timing_table(r: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -105,41 +99,36 @@ def gpu_table(r: dict[str, Any]) -> list[tuple[str, ...]]:
 
 
 def _fmt(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
+    """The header and the rows in padded columns, each line indented by two spaces."""
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths, strict=True)).rstrip()]
-    lines += ["  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    return lines
+    return [
+        "  " + "  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
 
 
 def text(r: dict[str, Any]) -> str:
-    b, c = r["baseline"], r["candidate"]
     k = r["last_k"]
     lines = [
-        f"baseline   {b['id']}  ({b['verdict'] or b['status'] or '-'}, {b['steps']} steps, seed {b['seed']})",
-        f"candidate  {c['id']}  ({c['verdict'] or c['status'] or '-'}, {c['steps']} steps, seed {c['seed']})",
-        f"Verdict: {verdict_line(r)}",
-        f"Curves: {match_line(r)}",
-        "",
+        f"{role:<10} {x['id']}  ({x['verdict'] or x['status'] or '-'}, {x['steps']} steps, seed {x['seed']})"
+        for role, x in (("baseline", r["baseline"]), ("candidate", r["candidate"]))
     ]
+    lines += [f"Verdict: {verdict_line(r)}", f"Curves: {match_line(r)}", ""]
     if r["metrics"]:
         lines.append(f"Metrics (mean of the last {k} common steps; tolerance rel|abs, * = yours):")
-        lines += [
-            "  " + x
-            for x in _fmt(
-                metric_table(r), ("metric", "baseline", "candidate", "delta", "rel", "diverges at", "tol", "")
-            )
-        ]
+        lines += _fmt(
+            metric_table(r), ("metric", "baseline", "candidate", "delta", "rel", "diverges at", "tol", "")
+        )
     else:
         lines.append("Metrics: none in both runs")
     if r["timing"]:
         lines += ["", f"Timing and throughput (mean of the last {k} steps):"]
-        lines += ["  " + x for x in _fmt(timing_table(r), ("", "baseline", "candidate", "delta", "rel", ""))]
+        lines += _fmt(timing_table(r), ("", "baseline", "candidate", "delta", "rel", ""))
     if r["gpu"]:
         lines += ["", "GPU peak memory:"]
-        lines += ["  " + x for x in _fmt(gpu_table(r), ("device", "baseline", "candidate", "delta", ""))]
+        lines += _fmt(gpu_table(r), ("device", "baseline", "candidate", "delta", ""))
     lines += ["", "Differences:" if r["differences"] else "Differences: none recorded"]
-    for d in r["differences"]:
-        lines.append(f"  {d['field']}: {d['baseline']} -> {d['candidate']}  [{d['kind']}]")
+    lines += [f"  {d['field']}: {d['baseline']} -> {d['candidate']}  [{d['kind']}]" for d in r["differences"]]
     if r["notes"]:
         lines += ["", "Notes:"] + [f"  {n}" for n in r["notes"]]
     return redact_text("\n".join(lines) + "\n")
@@ -157,13 +146,11 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     ]
     moved = [m for m in r["metrics"] if m["judged"]]
     if moved:
-        parts = []
-        for m in moved:
-            div = f", diverges from step {m['first_divergence']}" if m["first_divergence"] is not None else ""
-            parts.append(
-                f"{m['key']} {num(m['baseline_mean'])} -> {num(m['candidate_mean'])} "
-                f"({pct(m['rel_delta'])}{div})"
-            )
+        parts = [
+            f"{m['key']} {num(m['baseline_mean'])} -> {num(m['candidate_mean'])} ({pct(m['rel_delta'])}"
+            + (f", diverges from step {m['first_divergence']})" if m["first_divergence"] is not None else ")")
+            for m in moved
+        ]
         lines.append(f"Metrics (mean of the last {k} steps): " + "; ".join(parts))
     if r["timing"]:
         parts = [

@@ -41,11 +41,7 @@ class RunSeries:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, int | float | str):  # bool too: it is an int
         try:
             return float(value)  # "nan" / "inf" as the parsers write them
         except ValueError:
@@ -83,10 +79,6 @@ class _JsonCurves(dict[str, dict[Any, Any]]):
         return value
 
 
-def _from_metrics_json(data: Any) -> dict[str, dict[int, float]]:
-    return _JsonCurves(data) if isinstance(data, dict) else {}
-
-
 def _outside_metrics_json(run_dir: Path, state: Mapping[str, Any]) -> tuple[Any, str] | None:
     """A train step's metrics_json outside the run folder, unless rewritten after the run ended."""
     plan = read_json(run_dir / "plan.json", {}) or {}
@@ -114,11 +106,11 @@ def load_series(run_dir: Path) -> RunSeries:
     state = read_json(run_dir / "state.json", {}) or {}
     data = read_json(run_dir / "metrics.json")
     if isinstance(data, dict) and data:
-        out.curves, out.source = _from_metrics_json(data), "metrics.json"
+        out.curves, out.source = _JsonCurves(data), "metrics.json"
     else:
         found = _outside_metrics_json(run_dir, state)
         if found is not None:
-            out.curves, out.source = _from_metrics_json(found[0]), found[1]
+            out.curves, out.source = _JsonCurves(found[0]), found[1]
     from_json = set(out.curves)
     shorts = {t.rsplit("/", 1)[-1] for t in from_json if "/" in t}
     parsed: dict[str, dict[int, float]] = {}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from copy import deepcopy
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from console.catalog.schema import CompareCatalog, load_checked
+from console.catalog.schema import CompareCatalog, CompareDefaults, load_checked
 from console.errors import SpecError
 
 
@@ -42,19 +42,12 @@ class TimingRule:
 
 
 @dataclass
-class Rules:
+class Rules(CompareDefaults):
+    """One framework's metric and timing rules, with compare.toml's [defaults]."""
+
     framework: str
     metrics: dict[str, MetricRule]
     timing: dict[str, TimingRule]
-    last_k: int = 5
-    min_steps: int = 3
-    regress_rel: float = 0.10
-    regress_abs: float = 0.05
-    gpu_regress_rel: float = 0.05
-    gpu_regress_bytes: float = 256 * 2**20
-    ignore_override_keys: list[str] = field(default_factory=list)
-    seed_key_suffixes: list[str] = field(default_factory=lambda: ["seed"])
-    change_variants: list[str] = field(default_factory=list)
 
 
 def _catalog() -> CompareCatalog:
@@ -62,20 +55,13 @@ def _catalog() -> CompareCatalog:
 
 
 def known_frameworks() -> list[str]:
-    return sorted(_catalog().get("frameworks", {}))
+    return sorted(_catalog()["frameworks"])
 
 
 def _tables(framework: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    frameworks = _catalog().get("frameworks", {})
-    table = frameworks.get(framework) or {}
-    metrics: dict[str, Any] = {}
-    timing: dict[str, Any] = {}
-    parent = table.get("inherit")
-    if parent:
-        metrics, timing = _tables(str(parent))
-    metrics = {**metrics, **(table.get("metrics") or {})}
-    timing = {**timing, **(table.get("timing") or {})}
-    return metrics, timing
+    table = _catalog()["frameworks"].get(framework) or {}
+    metrics, timing = _tables(table["inherit"]) if table.get("inherit") else ({}, {})
+    return {**metrics, **table.get("metrics", {})}, {**timing, **table.get("timing", {})}
 
 
 def _metric_rule(key: str, raw: dict[str, Any]) -> MetricRule:
@@ -116,7 +102,7 @@ def load_rules(framework: str) -> Rules:
             k: TimingRule(k, tuple(v["names"]), str(v.get("label", k)), str(v.get("better", "lower")))
             for k, v in timing.items()
         },
-        **deepcopy(_catalog()["defaults"]),  # every other field (the shape is checked at load)
+        **vars(deepcopy(_catalog()["defaults"])),  # every other field (the shape is checked at load)
     )
 
 
@@ -146,15 +132,9 @@ def apply_overrides(
     for metric, rel, abs_ in overrides:
         key = next((k for k, r in metrics.items() if metric == k or metric in r.names), None)
         if key is not None:
-            r = metrics[key]
+            abs_ = metrics[key].abs if abs_ is None else abs_
             metrics[key] = replace(
-                r,
-                rel=rel,
-                abs=r.abs if abs_ is None else abs_,
-                judge=True,
-                seed_rel=rel,
-                seed_abs=r.abs if abs_ is None else abs_,
-                overridden=True,
+                metrics[key], rel=rel, abs=abs_, judge=True, seed_rel=rel, seed_abs=abs_, overridden=True
             )
         elif metric in available:
             metrics[metric] = MetricRule(metric, (metric,), rel, abs_ or 0.0, True, rel, abs_ or 0.0, True)

@@ -20,11 +20,13 @@ On CPU the run is deterministic: the same seed gives the same numbers, bit for b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import math
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +92,15 @@ def refit(policy: TinyPolicy, gen_policy: TinyPolicy, bridge: object) -> None:
         gen_policy.load_state_dict(bridge.export_weights(policy.state_dict()))  # type: ignore[attr-defined]
 
 
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], key: str, line: str) -> Iterator[None]:
+    """Say NeMo-RL's phase ``line``, then time the block into ``timings[key]``."""
+    t = time.perf_counter()
+    say(line)
+    yield
+    timings[key] = time.perf_counter() - t
+
+
 def grpo_step(
     policy: TinyPolicy,
     reference: TinyPolicy,
@@ -105,70 +116,56 @@ def grpo_step(
     n_prompts, group = cfg.prompts_per_step, cfg.generations_per_prompt
     prompt_len = task.PROMPT_LEN + 2
 
-    t = time.perf_counter()
-    say("▶ Preparing batch...")
-    prompts = task.sample_prompts(n_prompts, gen).repeat_interleave(group, dim=0).to(device)
-    timings["data_processing"] = time.perf_counter() - t
+    with _timed(timings, "data_processing", "▶ Preparing batch..."):
+        prompts = task.sample_prompts(n_prompts, gen).repeat_interleave(group, dim=0).to(device)
 
     if gen_policy is None:
         gen_policy = policy
     else:
-        t = time.perf_counter()
-        say("▶ Preparing for generation...")
-        refit(policy, gen_policy, bridge if bridge is not None else load_provider())
-        timings["prepare_for_generation/transfer_and_update_weights"] = time.perf_counter() - t
+        with _timed(
+            timings, "prepare_for_generation/transfer_and_update_weights", "▶ Preparing for generation..."
+        ):
+            refit(policy, gen_policy, bridge if bridge is not None else load_provider())
 
-    t = time.perf_counter()
-    say(f"▶ Generating responses for batch of size {prompts.shape[0]}...")
-    policy.eval()
-    gen_policy.eval()
-    seqs, gen_lp = generate(gen_policy, prompts, task.PROMPT_LEN, gen)
-    timings["generation"] = time.perf_counter() - t
+    with _timed(timings, "generation", f"▶ Generating responses for batch of size {prompts.shape[0]}..."):
+        policy.eval()
+        gen_policy.eval()
+        seqs, gen_lp = generate(gen_policy, prompts, task.PROMPT_LEN, gen)
 
-    t = time.perf_counter()
-    say("▶ Processing rewards...,")
-    rewards = task.reward(prompts, seqs[:, prompt_len:])
-    timings["reward_calculation"] = time.perf_counter() - t
+    with _timed(timings, "reward_calculation", "▶ Processing rewards...,"):
+        rewards = task.reward(prompts, seqs[:, prompt_len:])
 
-    t = time.perf_counter()
-    say("▶ Computing advantages...")
-    grouped = rewards.view(n_prompts, group)
-    centred = grouped - grouped.mean(1, keepdim=True)
-    adv = (centred / (grouped.std(1, keepdim=True) + 1e-4) if cfg.normalize_rewards else centred).view(-1)
-    timings["advantage_calculation"] = time.perf_counter() - t
+    with _timed(timings, "advantage_calculation", "▶ Computing advantages..."):
+        grouped = rewards.view(n_prompts, group)
+        centred = grouped - grouped.mean(1, keepdim=True)
+        adv = (centred / (grouped.std(1, keepdim=True) + 1e-4) if cfg.normalize_rewards else centred).view(-1)
 
-    t = time.perf_counter()
-    say("▶ Computing logprobs...")
-    with torch.no_grad():
+    with _timed(timings, "policy_and_reference_logprobs", "▶ Computing logprobs..."), torch.no_grad():
         old_lp = answer_logprobs(policy, seqs, prompt_len)
         ref_lp = answer_logprobs(reference, seqs, prompt_len)
-    timings["policy_and_reference_logprobs"] = time.perf_counter() - t
 
     say("▶ Preparing for training...")
-    t = time.perf_counter()
-    say("▶ Training policy...")
-    policy.train()
-    order = torch.randperm(seqs.shape[0], generator=gen).to(device)
-    losses, grad_norms, kls, rmin, rmax = [], [], [], [], []
-    for chunk in order.chunk(cfg.minibatches):
-        lp = answer_logprobs(policy, seqs[chunk], prompt_len)
-        ratio = torch.exp(lp - old_lp[chunk])
-        clamped = ratio.clamp(1 - cfg.clip, 1 + cfg.clip)
-        a = adv[chunk, None]
-        pg = -torch.minimum(ratio * a, clamped * a)
-        log_r = ref_lp[chunk] - lp
-        kl = torch.exp(log_r) - log_r - 1
-        loss = (pg + cfg.kl_beta * kl).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
-        grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
-        opt.step()
-        losses.append(loss.item())
-        grad_norms.append(grad_norm.item())
-        kls.append(kl.mean().item())
-        rmin.append(clamped.min().item())
-        rmax.append(clamped.max().item())
-    timings["policy_training"] = time.perf_counter() - t
+    with _timed(timings, "policy_training", "▶ Training policy..."):
+        policy.train()
+        order = torch.randperm(seqs.shape[0], generator=gen).to(device)
+        stats = []  # per minibatch: loss, grad norm, kl, clamped ratio min and max
+        for chunk in order.chunk(cfg.minibatches):
+            lp = answer_logprobs(policy, seqs[chunk], prompt_len)
+            ratio = torch.exp(lp - old_lp[chunk])
+            clamped = ratio.clamp(1 - cfg.clip, 1 + cfg.clip)
+            a = adv[chunk, None]
+            pg = -torch.minimum(ratio * a, clamped * a)
+            log_r = ref_lp[chunk] - lp
+            kl = torch.exp(log_r) - log_r - 1
+            loss = (pg + cfg.kl_beta * kl).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
+            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+            opt.step()
+            stats.append(
+                (loss.item(), grad_norm.item(), kl.mean().item(), clamped.min().item(), clamped.max().item())
+            )
+    losses, grad_norms, kls, rmin, rmax = zip(*stats, strict=True)
 
     diff = gen_lp - old_lp
     return {
@@ -206,12 +203,8 @@ def train(cfg: Config, tb_dir: Path, device: torch.device) -> int:
     t0 = time.perf_counter()
     say("\n▶ Setting up model and training...")
     policy = TinyPolicy(task.VOCAB, task.PROMPT_LEN * 2 + 2).to(device)
-    reference = copy.deepcopy(policy).eval()
-    for p in reference.parameters():
-        p.requires_grad_(False)
-    gen_policy = copy.deepcopy(policy).eval()
-    for p in gen_policy.parameters():
-        p.requires_grad_(False)
+    reference = copy.deepcopy(policy).eval().requires_grad_(False)
+    gen_policy = copy.deepcopy(policy).eval().requires_grad_(False)
     bridge = load_provider()
     say(f"demo bridge: {bridge.__name__} ({getattr(bridge, '__file__', '?')})")
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr * cfg.lr_scale)
@@ -252,7 +245,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="console.demo.grpo", description=__doc__.splitlines()[0])
     p.add_argument("--tb-dir", required=True, type=Path, help="TensorBoard event directory")
     p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--variant", choices=("nan",), default=None)
+    p.add_argument("--variant", choices=("nan",))
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument(
@@ -261,7 +254,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--advantage-norm",
         choices=("std", "mean"),
-        default=None,
         help="std: (r - mean) / std (default); mean: r - mean only (a planted change)",
     )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="NeMo-RL-style overrides")
@@ -282,9 +274,8 @@ def _as_bool(text: str) -> bool:
     raise ValueError(text)
 
 
-def apply_overrides(cfg: Config, overrides: list[str]) -> list[str]:
+def apply_overrides(cfg: Config, overrides: list[str]) -> None:
     """Apply ``KEY=VALUE`` overrides (later wins); SystemExit(2) with Hydra's wording on a bad one."""
-    applied: list[str] = []
     for text in overrides:
         key, sep, value = text.lstrip("+").partition("=")
         if not sep or key not in OVERRIDE_KEYS:
@@ -304,8 +295,6 @@ def apply_overrides(cfg: Config, overrides: list[str]) -> list[str]:
             print(f"Could not override '{key}': must be >= 1", file=sys.stderr)
             raise SystemExit(2)
         setattr(cfg, field_name, parsed)
-        applied.append(f"{key}={value}")
-    return applied
 
 
 def make_deterministic(device: torch.device) -> None:

@@ -62,17 +62,9 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     """Expand $VAR, ${VAR} and ${VAR:-default} against `env` (never through a shell)."""
 
     def sub(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(3)
-        got = env.get(name)
-        if got:
-            return got
-        return m.group(2) or ""
+        return env.get(m.group(1) or m.group(3)) or m.group(2) or ""
 
     return _VAR_RE.sub(sub, value)
-
-
-def _clean_path_list(value: str) -> str:
-    return ":".join(p for p in value.split(":") if p)
 
 
 @dataclass
@@ -112,21 +104,13 @@ class DoctorContext:
         return self.env.get(name, default)
 
     def overrides(self) -> list[str]:
-        """Hydra overrides of the spec and of the main step's argv."""
-        out = list(self.spec.overrides)
-        for step in self.steps():
-            out.extend(
-                a for a in step.get("argv") or [] if isinstance(a, str) and "=" in a and not a.startswith("-")
-            )
-        return out
+        """Hydra overrides of the spec and of the plan steps' argv."""
+        argv = [a for step in self.steps() for a in step.get("argv") or [] if isinstance(a, str)]
+        return [*self.spec.overrides, *(a for a in argv if "=" in a and not a.startswith("-"))]
 
     def override_value(self, key: str) -> str | None:
-        value = None
-        for item in self.overrides():
-            k, _, v = item.partition("=")
-            if k.lstrip("+") == key:
-                value = v
-        return value
+        values = [v for k, _, v in (o.partition("=") for o in self.overrides()) if k.lstrip("+") == key]
+        return values[-1] if values else None  # the last one wins, as in Hydra
 
     def step_running(self, *argv_parts: str) -> str | None:
         """Name of the first plan step whose argv contains all of `argv_parts`, if any."""
@@ -152,15 +136,9 @@ class DoctorContext:
         """The model id or path the run uses."""
         if self.is_demo:
             return None
-        if self.framework == "nemo-rl":
-            named = self.override_value("policy.model_name")
-            if named:
-                return named
-        if self.spec.model:
-            return self.spec.model
-        if self.framework == "verl" and self.setting("MODEL_ID"):
-            return self.setting("MODEL_ID")
-        return self.catalog["defaults"]["model"].get(self.framework)
+        named = self.override_value("policy.model_name") if self.framework == "nemo-rl" else None
+        from_env = self.setting("MODEL_ID") if self.framework == "verl" else None
+        return named or self.spec.model or from_env or self.catalog["defaults"]["model"].get(self.framework)
 
 
 def _main_step(plan: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -185,7 +163,7 @@ def fallback_pythonpath(spec: RunSpec, base: Mapping[str, str]) -> str:
         parts.append(str(Path(spec.repo).expanduser()))
     if base.get("PYTHONPATH"):
         parts.append(base["PYTHONPATH"])
-    return _clean_path_list(":".join(parts))
+    return ":".join(p for p in ":".join(parts).split(":") if p)  # no empty entries
 
 
 def _gpus_needed(spec: RunSpec, plan: dict[str, Any] | None, env: Mapping[str, str]) -> int:
@@ -213,15 +191,14 @@ def build_context(
     cwd = str(Path(spec.repo).expanduser()) if spec.repo else None
     if step is not None:
         rd = run_dir or ""
-        for key, value in (step.get("env") or {}).items():
-            step_env[key] = expand(fill_run_dir(str(value), rd), base)
+        step_env = {
+            key: expand(fill_run_dir(str(value), rd), base) for key, value in (step.get("env") or {}).items()
+        }
         unset = list(step.get("unset") or [])
         cwd = fill_run_dir(step.get("cwd") or cwd or "", rd) or None
     if "PYTHONPATH" not in step_env and spec.framework != "demo":
         step_env["PYTHONPATH"] = fallback_pythonpath(spec, base)
-    env = {**base, **step_env}
-    for name in unset:
-        env.pop(name, None)
+    env = {k: v for k, v in {**base, **step_env}.items() if k not in unset}
     python = str(spec.extra.get("python") or sys.executable)
     return DoctorContext(
         spec=spec,

@@ -19,32 +19,23 @@ def check_visible_devices(ctx: DoctorContext) -> Check:
     """ROCm/HIP variables next to CUDA's, graded per framework (doctor.toml says which code raises what)."""
     rocm = [n for n in ROCM_NAMES if ctx.env.get(n) is not None]
     cuda = ctx.env.get("CUDA_VISIBLE_DEVICES")
-    if not rocm:
-        evidence = f"CUDA_VISIBLE_DEVICES={cuda!r}" if cuda is not None else "CUDA_VISIBLE_DEVICES unset"
-        return finding(VISIBLE_ID, "ok", f"{evidence}; no ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES")
-    shown = ", ".join(f"{n}={ctx.env[n]!r}" for n in rocm)
     cuda_text = f"CUDA_VISIBLE_DEVICES={cuda!r}" if cuda is not None else "CUDA_VISIBLE_DEVICES unset"
+    if not rocm:
+        return finding(VISIBLE_ID, "ok", f"{cuda_text}; no ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES")
+    shown = ", ".join(f"{n}={ctx.env[n]!r}" for n in rocm)
     evidence = f"{shown}; {cuda_text}"
-    remedy = make_remedy(unset=rocm)
-    names = " and ".join(rocm)
+    hip = ctx.env.get("HIP_VISIBLE_DEVICES")
     if ctx.framework == "verl":
-        hip = ctx.env.get("HIP_VISIBLE_DEVICES")
-        if "ROCR_VISIBLE_DEVICES" in rocm:
-            return finding(VISIBLE_ID, "verl_rocr", evidence, remedy, names=names)
-        if hip and cuda and hip != cuda:
-            return finding(VISIBLE_ID, "verl_hip_mismatch", evidence, remedy, names=names)
-        return finding(VISIBLE_ID, "verl_hip", evidence, remedy, names=names)
-    if ctx.framework == "nemo-rl":
-        return finding(VISIBLE_ID, "nemo_rl_rocm", evidence, remedy, names=names)
-    if cuda is not None:
-        return finding(
-            VISIBLE_ID,
-            "conflict",
-            f"{shown} together with CUDA_VISIBLE_DEVICES={cuda!r}",
-            remedy,
-            names=names,
-        )
-    return finding(VISIBLE_ID, "ok", f"{evidence} (the demo starts no Ray GPU workers)")
+        case = "verl_rocr" if "ROCR_VISIBLE_DEVICES" in rocm else "verl_hip"
+        if case == "verl_hip" and hip and cuda and hip != cuda:
+            case = "verl_hip_mismatch"
+    elif ctx.framework == "nemo-rl":
+        case = "nemo_rl_rocm"
+    elif cuda is not None:
+        case, evidence = "conflict", f"{shown} together with CUDA_VISIBLE_DEVICES={cuda!r}"
+    else:
+        return finding(VISIBLE_ID, "ok", f"{evidence} (the demo starts no Ray GPU workers)")
+    return finding(VISIBLE_ID, case, evidence, make_remedy(unset=rocm), names=" and ".join(rocm))
 
 
 @dataclass

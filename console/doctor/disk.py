@@ -21,9 +21,7 @@ _SIZE_RE = re.compile(r"(?:^|[-_/])(\d+(?:\.\d+)?)([BbMm])(?=$|[-_.])")
 
 def model_params(model: str | None) -> float | None:
     """Parameter count from a model name such as `Qwen/Qwen2.5-0.5B` or `org/foo-600M`; None if unknown."""
-    if not model:
-        return None
-    found = _SIZE_RE.findall(Path(model).name)
+    found = _SIZE_RE.findall(Path(model).name) if model else []
     if not found:
         return None
     number, unit = found[-1]
@@ -89,17 +87,6 @@ def check_disk_space(ctx: DoctorContext) -> Check:
     disk = ctx.catalog["disk"]
     floors = disk["min_free_gib"]
     groups: dict[object, list[Place]] = {}
-    runs_dir = ctx.run_dir or Path(ctx.spec.runs_dir)
-    why = runs_folder_problem(runs_dir)
-    unwritable = (
-        []
-        if why is None
-        else [
-            Item(
-                "runs_unwritable", f"runs folder {runs_dir}: {why}", facts={"path": str(runs_dir), "why": why}
-            )
-        ]
-    )
     for place in places(ctx):
         groups.setdefault(_fs_key(place.path), []).append(place)
     items: list[Item] = []
@@ -119,4 +106,12 @@ def check_disk_space(ctx: DoctorContext) -> Check:
     for item in items:
         if item.case in short:
             item.facts = {"paths": "; ".join(short[item.case])}
-    return combine(CHECK_ID, items + unwritable)
+    runs_dir = ctx.run_dir or Path(ctx.spec.runs_dir)
+    why = runs_folder_problem(runs_dir)
+    if why is not None:
+        items.append(
+            Item(
+                "runs_unwritable", f"runs folder {runs_dir}: {why}", facts={"path": str(runs_dir), "why": why}
+            )
+        )
+    return combine(CHECK_ID, items)

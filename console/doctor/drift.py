@@ -17,14 +17,13 @@ from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding
 from console.plan.resolve import load_manifest
 
 CHECK_ID = "catalog_drift"
-_ROLE = {"nemo-rl": "nemo-rl", "verl": "verl"}
 
 
 def verified_line(framework: str, repo: Any, bridge: Any) -> str:
     """'catalog verified against <fw> <commit>, Bridge <commit>; this run: <fw> <commit>, Bridge <commit>'."""
     repos = load_manifest().get("repos", {})
     pairs = [
-        (framework, repos.get(_ROLE.get(framework, framework), {}), repo),
+        (framework, repos.get(framework, {}), repo),
         ("Bridge", repos.get("bridge", {}), bridge),
     ]
     ref = ", ".join(f"{name} {str(info.get('commit') or '?')[:12]}" for name, info, _ in pairs)
@@ -42,6 +41,5 @@ def check_catalog_drift(ctx: DoctorContext) -> Check:
     items = [Item("verified", verified_line(ctx.framework, ctx.repo, ctx.bridge))]
     if ctx.plan is None:
         items.append(Item("no_plan", "no plan was built (a checkout is missing), nothing resolved"))
-    for d in drift:
-        items.append(Item("allowed" if allowed else "drift", str(d.get("message") or d)))
+    items += [Item("allowed" if allowed else "drift", str(d.get("message") or d)) for d in drift]
     return combine(CHECK_ID, items)

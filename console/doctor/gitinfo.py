@@ -23,7 +23,8 @@ class RepoState:
         return f"{self.path} @ {self.head} ({dirty})"
 
 
-def _git(path: Path, *args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+def git(path: str | Path, *args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+    """``git -C path args...``, output as text, no stdin (never raises on a non-zero exit)."""
     return subprocess.run(
         ["git", "-C", str(path), *args],
         capture_output=True,
@@ -37,11 +38,11 @@ def repo_state(path: Path) -> RepoState:
     if not path.is_dir():
         return RepoState(str(path), None, [], "no such directory")
     try:
-        head = _git(path, "rev-parse", "--short", "HEAD")
+        head = git(path, "rev-parse", "--short", "HEAD")
         if head.returncode != 0:
             msg = (head.stderr.strip().splitlines() or ["not a git checkout"])[-1]
             return RepoState(str(path), None, [], msg)
-        status = _git(path, "status", "--short")
+        status = git(path, "status", "--short")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return RepoState(str(path), None, [], f"git failed: {exc}")
     dirty = [line for line in status.stdout.splitlines() if line.strip()]
@@ -50,7 +51,7 @@ def repo_state(path: Path) -> RepoState:
 
 def full_head(path: Path) -> str | None:
     try:
-        out = _git(path, "rev-parse", "HEAD")
+        out = git(path, "rev-parse", "HEAD")
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from console.catalog.schema import WrapperModel
 from console.doctor.context import DoctorContext
@@ -92,12 +93,8 @@ def pin_remedy(ctx: DoctorContext, path: Path) -> Remedy:
 
 def _override(argv: list[str], key: str) -> str | None:
     """The value Hydra ends with for `key` in an argv (the last `key=`, `+key=` or `++key=` wins)."""
-    value = None
-    for arg in argv:
-        k, sep, v = str(arg).partition("=")
-        if sep and k.lstrip("+") == key:
-            value = v.strip("'\"")
-    return value
+    values = [v for k, sep, v in (str(a).partition("=") for a in argv) if sep and k.lstrip("+") == key]
+    return values[-1].strip("'\"") if values else None
 
 
 def step_models(ctx: DoctorContext) -> dict[str, list[str]]:
@@ -159,9 +156,7 @@ def check_hf_snapshot(ctx: DoctorContext) -> Check:
 
 
 def _offline(ctx: DoctorContext) -> bool:
-    return ctx.env.get("HF_HUB_OFFLINE", "") not in ("", "0") or ctx.env.get(
-        "TRANSFORMERS_OFFLINE", ""
-    ) not in ("", "0")
+    return any(ctx.env.get(name, "") not in ("", "0") for name in OFFLINE_ENV)
 
 
 def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> Check:
@@ -186,38 +181,23 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> Check:
         probe, label = _load(ctx, list(found.values()))
         answers = (probe.payload or {}).get("paths") or {}
         for model, path in found.items():
-            used_by = ", ".join(models[model])
+            at = f"{model} ({', '.join(models[model])}) at {path}"
             answer = answers.get(str(path))
+            facts = {"path": str(path)}
             if probe.payload and "no_transformers" in probe.payload:
-                items.append(
-                    Item(
-                        "no_transformers",
-                        f"{model} ({used_by}) at {path}: {probe.payload['no_transformers']}",
-                        facts={"python": label},
-                    )
-                )
+                why = probe.payload["no_transformers"]
+                items.append(Item("no_transformers", f"{at}: {why}", facts={"python": label}))
             elif answer is None:
-                items.append(
-                    Item(
-                        "broken",
-                        f"{model} ({used_by}) at {path}: no answer ({probe.problem()})",
-                        facts={"path": str(path)},
-                    )
-                )
+                items.append(Item("broken", f"{at}: no answer ({probe.problem()})", facts=facts))
             elif "error" in answer:
                 items.append(
-                    Item(
-                        "broken" if offline else "incomplete",
-                        f"{model} ({used_by}) at {path}: {answer['error']}",
-                        facts={"path": str(path)},
-                    )
+                    Item("broken" if offline else "incomplete", f"{at}: {answer['error']}", facts=facts)
                 )
             else:
                 items.append(
                     Item(
                         "ok",
-                        f"{model} ({used_by}) loads offline from {path}: {answer['config']} "
-                        f"({answer['model_type']}), {answer['tokenizer']} vocab {answer['vocab_size']}",
+                        f"{model} ({', '.join(models[model])}) loads offline from {path}: {_loaded(answer)}",
                     )
                 )
     entry = combine(CHECK_ID, items)
@@ -227,27 +207,25 @@ def check_models(ctx: DoctorContext, models: dict[str, list[str]]) -> Check:
     return entry
 
 
+def _loaded(answer: dict[str, Any]) -> str:
+    """What the load probe read: config class and model type, tokenizer class and vocabulary size."""
+    return f"{answer['config']} ({answer['model_type']}), {answer['tokenizer']} vocab {answer['vocab_size']}"
+
+
 def check_one(ctx: DoctorContext, model: str, steps: str) -> Check:
     cache = hub_cache(ctx.env)
     local = local_model_path(ctx, model)
     path = local or snapshot_dir(cache, model)
     offline = _offline(ctx)
-    if ctx.framework == "verl" and local is None:
-        wanted = verl_model_path(ctx)
-        if path is None:
-            return finding(
-                CHECK_ID,
-                "verl_missing",
-                f"{model}: no MODEL_PATH {wanted} and no snapshot under {cache}",
-                make_remedy(commands=[["hf", "download", model, "--local-dir", str(wanted)]]),
-                model=model,
-                path=str(wanted),
-            )
+    if path is None and ctx.framework == "verl":  # (local is None too: path would be it)
+        wanted = str(verl_model_path(ctx))
+        download = make_remedy(commands=[["hf", "download", model, "--local-dir", wanted]])
+        evidence = f"{model}: no MODEL_PATH {wanted} and no snapshot under {cache}"
+        return finding(CHECK_ID, "verl_missing", evidence, download, model=model, path=wanted)
     if path is None:
         case = "missing_offline" if offline else "missing"
-        return finding(
-            CHECK_ID, case, f"{model}{steps}: no snapshot under {cache}", model=model, cache=str(cache)
-        )
+        evidence = f"{model}{steps}: no snapshot under {cache}"
+        return finding(CHECK_ID, case, evidence, model=model, cache=str(cache))
     probe, label = _load(ctx, [path])
     answer = probe.payload
     if answer is not None and "paths" in answer:
@@ -260,10 +238,7 @@ def check_one(ctx: DoctorContext, model: str, steps: str) -> Check:
         return finding(
             CHECK_ID, "broken" if offline else "incomplete", f"{path}: {answer['error']}", path=str(path)
         )
-    loaded = (
-        f"{model}{steps}: {path} loads offline: {answer['config']} ({answer['model_type']}), "
-        f"{answer['tokenizer']} vocab {answer['vocab_size']}"
-    )
+    loaded = f"{model}{steps}: {path} loads offline: {_loaded(answer)}"
     if local is not None:
         return finding(CHECK_ID, "local_ok", loaded)
     if ctx.framework == "verl":

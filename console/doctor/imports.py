@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
 
 from console.doctor.context import DoctorContext
 from console.doctor.interpreter import bridge_probe, python_argv, run_interpreter
@@ -73,11 +72,7 @@ print({MARKER!r} + json.dumps(answer), flush=True)
 
 
 def _under(path: str, root: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
-        return True
-    except ValueError:
-        return False
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
 
 
 def judge_import(
@@ -124,10 +119,6 @@ def judge_import(
     )
 
 
-def _timeout(ctx: DoctorContext, key: Literal["import_timeout_s", "ray_timeout_s"]) -> float:
-    return float(ctx.catalog["defaults"][key])
-
-
 def _nothing_to_import(ctx: DoctorContext, check_id: str) -> Check | None:
     """The finding when there is no Bridge to import: the demo, or no checkout given."""
     if ctx.is_demo:
@@ -148,7 +139,8 @@ def check_bridge_import_driver(ctx: DoctorContext) -> Check:
         pythonpath = run_interpreter(ctx).env.get("PYTHONPATH", "")
         return judge_import(ctx, DRIVER_ID, where, probe, f"PYTHONPATH={pythonpath}")
     argv, label = python_argv(ctx)
-    probe = run_probe([*argv, "-c", DRIVER_PROBE], ctx.env, ctx.cwd, _timeout(ctx, "import_timeout_s"))
+    timeout = float(ctx.catalog["defaults"]["import_timeout_s"])
+    probe = run_probe([*argv, "-c", DRIVER_PROBE], ctx.env, ctx.cwd, timeout)
     return judge_import(
         ctx, DRIVER_ID, f"driver ({label})", probe, f"PYTHONPATH={ctx.env.get('PYTHONPATH', '')}"
     )
@@ -159,7 +151,7 @@ def check_bridge_import_ray_worker(ctx: DoctorContext) -> Check:
     if nothing is not None:
         return nothing
     cluster = detect_cluster(ctx)
-    timeout = _timeout(ctx, "ray_timeout_s")
+    timeout = float(ctx.catalog["defaults"]["ray_timeout_s"])
     env = dict(ctx.env)
     if cluster.address:
         mode, where = cluster.address, f"Ray worker on the existing cluster ({cluster.address})"

@@ -22,34 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from console.commandtext import command_line
+from console.doctor.catalog import doctor_catalog
 from console.doctor.context import DoctorContext, expand
 from console.doctor.probe import MARKER, ProbeResult, run_probe
 from console.rundir.paths import fill_run_dir
 
 PYTHON_NAMES = ("python", "python3")
-# `uv run` flags that `uv sync` understands too (value-taking ones listed with their value)
-_SYNC_FLAGS = {
-    "--frozen",
-    "--locked",
-    "--all-packages",
-    "--all-extras",
-    "--all-groups",
-    "--no-dev",
-    "--no-default-groups",
-    "--only-dev",
-    "--inexact",
-    "--exact",
-}
-_SYNC_VALUE_FLAGS = {
-    "--extra",
-    "--group",
-    "--only-group",
-    "--no-group",
-    "--no-extra",
-    "--package",
-    "--python",
-    "-p",
-}
 _WOULD_RE = re.compile(r"^Would (download|install|uninstall|create project environment at:?)\s*(.*)$")
 
 # argv: JSON {label: [distribution names]}. Versions first (flushed), then the imports (they may be slow).
@@ -136,20 +114,13 @@ class RunInterpreter:
         }
 
 
-def _python_index(argv: list[str]) -> int | None:
-    for i, arg in enumerate(argv):
-        if Path(arg).name in PYTHON_NAMES:
-            return i
-    return None
-
-
 def interpreter_command(ctx: DoctorContext) -> tuple[list[str], dict[str, str], str | None, str]:
     """(argv prefix, env, cwd, source) the run starts Python with."""
     if ctx.is_demo:
         return [sys.executable], dict(ctx.env), ctx.cwd, "the console's own interpreter (the demo runs in it)"
     for step in ctx.steps():
         argv = [str(a) for a in step.get("argv") or []]
-        idx = _python_index(argv)
+        idx = next((i for i, arg in enumerate(argv) if Path(arg).name in PYTHON_NAMES), None)
         if step.get("name") == "bridge-import" and idx is not None:
             env = dict(ctx.env)
             for key, value in (step.get("env") or {}).items():
@@ -188,17 +159,18 @@ def project_env_dir(cwd: str | None, env: dict[str, str]) -> Path | None:
 
 def sync_flags(argv: list[str]) -> list[str]:
     """The flags of `uv run ... python` that `uv sync` takes as well (extras, groups, --frozen...)."""
+    uv = doctor_catalog()["uv"]
     out: list[str] = []
     rest = argv[2:-1] if len(argv) > 2 else []
     i = 0
     while i < len(rest):
         arg = rest[i]
-        if arg in _SYNC_FLAGS:
+        if arg in uv["sync_flags"]:
             out.append(arg)
-        elif arg in _SYNC_VALUE_FLAGS and i + 1 < len(rest):
+        elif arg in uv["sync_value_flags"] and i + 1 < len(rest):
             out += [arg, rest[i + 1]]
             i += 1
-        elif arg.split("=", 1)[0] in _SYNC_VALUE_FLAGS:
+        elif arg.split("=", 1)[0] in uv["sync_value_flags"]:
             out.append(arg)
         i += 1
     return out
@@ -253,9 +225,10 @@ def step_flag_sets(ctx: DoctorContext, cwd: str | None, seen: list[str]) -> list
 
 def _command_index(argv: list[str]) -> int:
     """Index of the command `uv run [flags]` runs (the first word after the flags and their values)."""
+    uv = doctor_catalog()["uv"]
     i = 2
     while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] in _SYNC_VALUE_FLAGS or argv[i] in ("--with", "--env-file") else 1
+        i += 2 if argv[i] in uv["sync_value_flags"] or argv[i] in uv["run_value_flags"] else 1
     return i
 
 
@@ -352,9 +325,8 @@ def python_argv(ctx: DoctorContext) -> tuple[list[str], str]:
         return list(it.probe_argv), f"{it.command} -> {it.answer.get('executable')}"
     if ctx.is_demo:
         return [ctx.python], ctx.python
-    return [
-        ctx.python
-    ], f"the console's {ctx.python}; the run's `{it.command}` could not be probed: {it.problem}"
+    why = f"the console's {ctx.python}; the run's `{it.command}` could not be probed: {it.problem}"
+    return [ctx.python], why
 
 
 def versions_text(it: RunInterpreter) -> str:

@@ -22,8 +22,9 @@ def check_run_interpreter(ctx: DoctorContext) -> Check:
     items = [_probe_item(ctx, it, where)]
     if it.uses_uv and it.offline:
         items.append(_offline_item(it.offline, "the run's `uv run`"))
-        for off in it.offline_steps:
-            items.append(_offline_item(off, f"`uv run` of {', '.join(off.get('steps') or [])}"))
+        items += [
+            _offline_item(o, f"`uv run` of {', '.join(o.get('steps') or [])}") for o in it.offline_steps
+        ]
     core = _core_item(ctx, it)
     if core is not None:
         items.append(core)
@@ -31,11 +32,10 @@ def check_run_interpreter(ctx: DoctorContext) -> Check:
 
 
 def _probe_item(ctx: DoctorContext, it: RunInterpreter, where: str) -> Item:
+    if it.case == "no_uv" and ctx.framework == "verl":
+        return Item("no_uv_verl", f"{where}: uv is not on PATH", make_remedy(env={"VERL_USE_UV": "0"}))
     if it.case == "no_uv":
-        remedy = make_remedy(env={"VERL_USE_UV": "0"}) if ctx.framework == "verl" else make_remedy()
-        return Item(
-            "no_uv_verl" if ctx.framework == "verl" else "no_uv", f"{where}: uv is not on PATH", remedy
-        )
+        return Item("no_uv", f"{where}: uv is not on PATH")
     if it.case == "no_python":
         return Item("no_python", f"{where}: {it.problem}")
     if it.case == "no_env":
@@ -84,12 +84,10 @@ def _core_item(ctx: DoctorContext, it: RunInterpreter) -> Item | None:
     if not core or not isinstance(core, str) or core.startswith("error:") or ctx.bridge is None:
         return None
     sub = ctx.bridge / ctx.catalog["paths"]["mcore_in_bridge"]
-    try:
-        Path(os.path.realpath(core)).relative_to(os.path.realpath(sub))
+    if Path(os.path.realpath(core)).is_relative_to(os.path.realpath(sub)):
         return Item("ok", f"megatron.core from {core}")
-    except ValueError:
-        return Item(
-            "mcore_elsewhere",
-            f"megatron.core from {core}, not from {sub}",
-            facts={"path": core, "expected": str(sub)},
-        )
+    return Item(
+        "mcore_elsewhere",
+        f"megatron.core from {core}, not from {sub}",
+        facts={"path": core, "expected": str(sub)},
+    )

@@ -24,9 +24,8 @@ def ext_suffix(ctx: DoctorContext) -> tuple[str, str]:
     console's interpreter only when the run's could not be probed (and the evidence says so)."""
     it = run_interpreter(ctx)
     if it.usable and it.answer.get("ext_suffix"):
-        return str(
-            it.answer["ext_suffix"]
-        ), f"EXT_SUFFIX of the run's interpreter {it.answer.get('executable')}"
+        whose = f"EXT_SUFFIX of the run's interpreter {it.answer.get('executable')}"
+        return str(it.answer["ext_suffix"]), whose
     whose = f"EXT_SUFFIX of the console's {ctx.python} (the run's `{it.command}` could not be probed: {it.problem})"
     if ctx.python == sys.executable:
         return sysconfig.get_config_var("EXT_SUFFIX") or ".so", whose
@@ -63,22 +62,10 @@ def check_mcore_helpers(ctx: DoctorContext) -> Check:
         return finding(CHECK_ID, "ok", f"{expected} present; {config_note}")
     others = sorted(p.name for p in datasets.glob("helpers_cpp*") if p.is_file()) if datasets.is_dir() else []
     if others:
-        return finding(
-            CHECK_ID,
-            "suffixless",
-            f"{datasets}: {', '.join(others)} but no helpers_cpp{ext}; {config_note}",
-            build,
-            ext=ext,
-        )
-    if not config:
-        case = "not_built_no_config"
+        case, what = "suffixless", f"{', '.join(others)} but no helpers_cpp{ext}"
     else:
-        case = "not_built_writable" if os.access(datasets, os.W_OK) else "not_built"
-    return finding(
-        CHECK_ID,
-        case,
-        f"{datasets}: no helpers_cpp{ext}; {config_note}",
-        build,
-        ext=ext,
-        datasets=str(datasets),
-    )
+        writable = os.access(datasets, os.W_OK)
+        case = "not_built_no_config" if not config else "not_built_writable" if writable else "not_built"
+        what = f"no helpers_cpp{ext}"
+    evidence = f"{datasets}: {what}; {config_note}"
+    return finding(CHECK_ID, case, evidence, build, ext=ext, datasets=str(datasets))

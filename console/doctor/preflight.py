@@ -14,18 +14,14 @@ from console.spec import RunSpec
 DOCTOR_FILE = "doctor.json"
 
 
-def write_doctor_json(run_dir: Path, result: DoctorResult) -> Path:
+def write_doctor_json(run_dir: Path, result: DoctorResult) -> None:
     """Write `doctor.json` atomically (tmp + fsync + rename). The result is already redacted."""
-    target = run_dir / DOCTOR_FILE
-    write_json_atomic(target, result)
-    return target
+    write_json_atomic(run_dir / DOCTOR_FILE, result)
 
 
 def preflight(spec: RunSpec, plan: Any, run_dir: Path | None) -> DoctorResult:
-    """Run every check for `spec`/`plan`; write `<run_dir>/doctor.json` when a run folder is given.
-
-    The caller refuses to start when `result["verdict"] == "block"` unless the user chose --no-doctor.
-    """
+    """Run every check for `spec`/`plan`; write `<run_dir>/doctor.json` when a run folder is given
+    (the caller refuses to start on a "block" verdict unless the user chose --no-doctor)."""
     result = run_doctor(spec, plan, run_dir=run_dir)
     if run_dir is not None:
         write_doctor_json(Path(run_dir), result)

@@ -25,45 +25,32 @@ class RayCluster:
 def ray_processes() -> list[tuple[int, str]]:
     import psutil
 
-    out: list[tuple[int, str]] = []
-    for proc in psutil.process_iter(["pid", "name"]):
-        name = proc.info.get("name") or ""
-        if name in RAY_PROCESS_NAMES:
-            out.append((proc.info["pid"], name))
-    return out
-
-
-def current_cluster_file(ctx: DoctorContext) -> Path:
-    return Path(ctx.env.get("RAY_TMPDIR") or "/tmp") / "ray" / "ray_current_cluster"
+    procs = psutil.process_iter(["pid", "name"])
+    return [(p.info["pid"], p.info["name"]) for p in procs if p.info.get("name") in RAY_PROCESS_NAMES]
 
 
 def detect_cluster(ctx: DoctorContext) -> RayCluster:
     lister = ctx.probes.processes or ray_processes
     procs = [(pid, name) for pid, name in lister() if name in RAY_PROCESS_NAMES]
     names = ", ".join(f"{name} (pid {pid})" for pid, name in procs[:6])
+    pids = [p for p, _ in procs]
     explicit = ctx.env.get("RAY_ADDRESS")
     if explicit:
-        return RayCluster(
-            True,
-            explicit,
-            [p for p, _ in procs],
-            f"RAY_ADDRESS={explicit}; " + (names or "no gcs_server/raylet process on this node"),
-        )
+        no_procs = "no gcs_server/raylet process on this node"
+        return RayCluster(True, explicit, pids, f"RAY_ADDRESS={explicit}; " + (names or no_procs))
     if not procs:
         return RayCluster(False, None, [], "no gcs_server/raylet process on this node")
-    marker = current_cluster_file(ctx)
+    marker = Path(ctx.env.get("RAY_TMPDIR") or "/tmp") / "ray" / "ray_current_cluster"
     try:
         bootstrap = marker.read_text().strip() if marker.is_file() else ""
     except OSError:
         bootstrap = ""
     stopper = ctx.step_running("ray", "stop")
     if stopper:  # the run starts from `ray stop --force`: its workers will not live on this cluster
-        return RayCluster(True, None, [p for p, _ in procs], f"{names}; the plan's step {stopper} stops it")
+        return RayCluster(True, None, pids, f"{names}; the plan's step {stopper} stops it")
     if bootstrap:
-        return RayCluster(True, "auto", [p for p, _ in procs], f"{names}; {marker}: {bootstrap}")
-    return RayCluster(
-        True, None, [p for p, _ in procs], f"{names}; no {marker} (a driver's own local cluster)"
-    )
+        return RayCluster(True, "auto", pids, f"{names}; {marker}: {bootstrap}")
+    return RayCluster(True, None, pids, f"{names}; no {marker} (a driver's own local cluster)")
 
 
 def check_stale_ray(ctx: DoctorContext) -> Check:

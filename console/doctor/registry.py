@@ -20,7 +20,7 @@ from console.doctor.mcore import check_mcore_helpers
 from console.doctor.model import Check, DoctorResult
 from console.doctor.ray_cluster import check_stale_ray
 from console.doctor.repos import check_repo_state
-from console.doctor.result import empty_remedy, overall_verdict
+from console.doctor.result import make_remedy, overall_verdict
 from console.doctor.tools import check_tools
 from console.errors import SpecError
 from console.redact import redact_text
@@ -55,24 +55,24 @@ def _run_one(check_id: str, ctx: DoctorContext) -> Check:
             "status": "warn",
             "evidence": f"check crashed: {type(exc).__name__}: {exc}",
             "advice": "The doctor could not run this check; verify it by hand.",
-            "remedy": empty_remedy(),
+            "remedy": make_remedy(),
         }
     return _redacted(entry)
 
 
 def _redacted(entry: Check) -> Check:
-    remedy = entry.get("remedy") or empty_remedy()
+    remedy = entry.get("remedy") or make_remedy()
     return {
         "id": entry["id"],
         "status": entry["status"],
         "evidence": redact_text(str(entry.get("evidence", ""))),
         "advice": redact_text(str(entry.get("advice", ""))),
-        "remedy": {
-            "env": {k: redact_text(v) for k, v in (remedy.get("env") or {}).items()},
-            "unset": list(remedy.get("unset") or []),
-            "overrides": [redact_text(o) for o in remedy.get("overrides") or []],
-            "commands": [list(c) for c in remedy.get("commands") or []],
-        },
+        "remedy": make_remedy(
+            {k: redact_text(v) for k, v in (remedy.get("env") or {}).items()},
+            remedy.get("unset") or [],
+            [redact_text(o) for o in remedy.get("overrides") or []],
+            remedy.get("commands") or [],
+        ),
     }
 
 
@@ -85,16 +85,10 @@ def run_doctor(
     run_dir: Path | None = None,
     context: DoctorContext | None = None,
 ) -> DoctorResult:
-    """Run the preflight checks; returns `{"verdict": "ok|warn|block", "checks": [...], "interpreter": {...}}`.
-
-    `interpreter` (present when a check probed it) is the run's own interpreter: its command,
-    executable, Python version, EXT_SUFFIX and the versions of torch, vLLM, Megatron-Core,
-    TransformerEngine, transformers and Ray as it imports them (None: not installed).
-
-    `plan` is a `console.plan.Plan` (or its dict); without one the procedures' PYTHONPATH is computed
-    from the spec. `checks` picks ids (default all, in report order); `probes` replaces machine readings
-    (tests); `context` replaces the whole context (tests).
-    """
+    """Run the preflight checks (``checks``: ids, default all, in report order), concurrently: a
+    ``DoctorResult`` (console/doctor/model.py; ``interpreter``: ``RunInterpreter.to_dict``). ``plan``:
+    a ``console.plan.Plan`` or its dict (without one the procedures' PYTHONPATH is computed from the
+    spec); ``probes`` replaces machine readings, ``context`` the whole context (tests)."""
     wanted = list(checks) if checks else list(CHECK_IDS)
     unknown = [c for c in wanted if c not in CHECKS]
     if unknown:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from console.doctor.context import DoctorContext
-from console.doctor.gitinfo import full_head, repo_state
+from console.doctor.gitinfo import full_head, git, repo_state
 from console.doctor.model import Check
 from console.doctor.result import NOT_APPLICABLE_DEMO, Item, combine, finding
 
@@ -23,12 +23,7 @@ def check_repo_state(ctx: DoctorContext) -> Check:
     if bridge is None:
         items.append(Item("missing_bridge", "Bridge checkout: not given"))
     else:
-        state = repo_state(bridge)
-        items.append(
-            Item(
-                "ok" if state.head else "not_git", f"Bridge: {state.describe()}", facts={"path": str(bridge)}
-            )
-        )
+        items.append(_state_item("Bridge", bridge))
     if repo is None:
         items.append(
             Item(
@@ -38,30 +33,21 @@ def check_repo_state(ctx: DoctorContext) -> Check:
             )
         )
     else:
-        state = repo_state(repo)
-        items.append(
-            Item(
-                "ok" if state.head else "not_git",
-                f"{ctx.framework}: {state.describe()}",
-                facts={"path": str(repo)},
-            )
-        )
+        items.append(_state_item(ctx.framework, repo))
     if ctx.framework == "nemo-rl" and repo is not None and bridge is not None:
         items.append(vendored_bridge_item(ctx))
     return combine(CHECK_ID, items)
 
 
+def _state_item(label: str, path: Path) -> Item:
+    state = repo_state(path)
+    return Item("ok" if state.head else "not_git", f"{label}: {state.describe()}", facts={"path": str(path)})
+
+
 def gitlink(repo: Path, rel: str) -> str | None:
     """The commit a submodule is pinned at in ``repo``'s HEAD tree (``git ls-tree HEAD <rel>``)."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), "ls-tree", "HEAD", rel],
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=30,
-            check=False,
-        )
+        out = git(repo, "ls-tree", "HEAD", rel, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     parts = out.stdout.split()

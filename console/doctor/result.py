@@ -12,13 +12,9 @@ from console.doctor.catalog import doctor_catalog
 from console.doctor.model import Check, Remedy, Status
 
 T = TypeVar("T")
-STATUS_RANK = {"ok": 0, "warn": 1, "block": 2}
+STATUSES: tuple[Status, ...] = ("ok", "warn", "block")  # best to worst
+STATUS_RANK = {s: i for i, s in enumerate(STATUSES)}
 NOT_APPLICABLE_DEMO = "not applicable to the demo"
-
-
-def empty_remedy() -> Remedy:
-    """The remedy shape shared with triage: env to set, names to unset, Hydra overrides, commands."""
-    return {"env": {}, "unset": [], "overrides": [], "commands": []}
 
 
 def make_remedy(
@@ -27,6 +23,7 @@ def make_remedy(
     overrides: Iterable[str] = (),
     commands: Iterable[list[str]] = (),
 ) -> Remedy:
+    """The remedy shape shared with triage: env to set, names to unset, Hydra overrides, commands."""
     return {
         "env": dict(env or {}),
         "unset": list(unset),
@@ -36,7 +33,7 @@ def make_remedy(
 
 
 def merge_remedies(remedies: Iterable[Remedy]) -> Remedy:
-    out = empty_remedy()
+    out = make_remedy()
     commands = out.setdefault("commands", [])
     for r in remedies:
         out["env"].update(r.get("env") or {})
@@ -72,7 +69,7 @@ class Item:
 
     case: str
     evidence: str
-    remedy: Remedy = field(default_factory=empty_remedy)
+    remedy: Remedy = field(default_factory=make_remedy)
     facts: dict[str, Any] = field(default_factory=dict)
 
 
@@ -83,7 +80,7 @@ def finding(check_id: str, case: str, evidence: str, remedy: Remedy | None = Non
         "status": status,
         "evidence": evidence,
         "advice": advice,
-        "remedy": remedy or empty_remedy(),
+        "remedy": remedy or make_remedy(),
     }
 
 
@@ -100,6 +97,4 @@ def combine(check_id: str, items: list[Item]) -> Check:
 
 
 def overall_verdict(checks: Sequence[Mapping[str, Any]]) -> Status:
-    worst = max((STATUS_RANK.get(c["status"], 2) for c in checks), default=0)
-    verdicts: dict[int, Status] = {0: "ok", 1: "warn", 2: "block"}
-    return verdicts[worst]
+    return STATUSES[max((STATUS_RANK.get(c["status"], 2) for c in checks), default=0)]

@@ -113,7 +113,7 @@ def reward_model_item(ctx: DoctorContext) -> Item:
     )
 
 
-def fingerprint_item(ctx: DoctorContext, timeout: float | None = None) -> Item:
+def fingerprint_item(ctx: DoctorContext) -> Item:
     if (ctx.setting("NRL_FORCE_REBUILD_VENVS") or "").lower() == "true":
         return Item("ok", "NRL_FORCE_REBUILD_VENVS=true (worker venvs rebuilt)")
     stored = Path(ctx.catalog["paths"]["nemo_rl_fingerprint_file"])
@@ -122,7 +122,7 @@ def fingerprint_item(ctx: DoctorContext, timeout: float | None = None) -> Item:
         return Item("ok", f"container fingerprint: no {stored} (not the NeMo-RL container)")
     if script is None or not script.is_file():
         return Item("ok", f"container fingerprint: no {script} in the checkout; not compared")
-    limit = timeout or float(ctx.catalog["defaults"]["fingerprint_timeout_s"])
+    limit = float(ctx.catalog["defaults"]["fingerprint_timeout_s"])
     argv, _label = python_argv(ctx)
     probe = run_probe([*argv, "-c", _RUN_SCRIPT, str(script)], ctx.env, str(ctx.repo), limit)
     if not isinstance(probe.payload, str):

@@ -2,28 +2,27 @@
 
 The assertion language of NeMo-RL's tests/check_metrics.py (``data``, ``min``, ``max``, ``mean``,
 ``median``, ``ratio_above`` with the same argument meanings, plus ``len abs float int round`` and
-``in``), evaluated by walking the ``ast`` instead of ``eval``: anything outside the language
-(attribute access, other names, lambdas, comprehensions, dunder strings, ...) is refused before
-any part of the expression runs. Bounds keep every check cheap: at most ``MAX_NODES`` nodes nested
-``MAX_DEPTH`` deep, integers of at most ``MAX_INT_BITS`` bits (``**`` and ``*`` are refused before
-they compute more), ``round`` with ``|ndigits| <= MAX_NDIGITS``, and ``CPU_LIMIT_S`` of CPU time per
-check; a check beyond them is refused (exit 2), never left to hang. Messages keep NeMo-RL's shapes (``PASS: <check>``,
-``FAIL: <check> (condition evaluated to False)``, ``(key not found: ...)``, ``(index error: ...)``,
-``(error: ...)``). Exit 0 when all pass, 1 when one fails, 2 for a refused or unparsable check.
+``in``), evaluated by walking the ``ast`` instead of ``eval``: anything outside the language is
+refused before any of it runs. Bounds keep every check cheap (``MAX_NODES`` nodes, ``MAX_DEPTH``
+deep, integers of ``MAX_INT_BITS`` bits, ``round`` within ``MAX_NDIGITS``, ``CPU_LIMIT_S`` of CPU):
+beyond them a check is refused (exit 2), never left to hang. Messages keep NeMo-RL's shapes
+(``PASS: <check>``, ``FAIL: <check> (condition evaluated to False)``, ``(key not found: ...)``, ...).
+Exit 0 when all pass, 1 when one fails, 2 for a refused or unparsable check.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import operator
 import signal
 import statistics
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from console.errors import ConsoleError
@@ -48,13 +47,7 @@ class CheckResult:
     refused: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "passed": self.passed,
-            "message": self.message,
-            "value": self.value,
-            "refused": self.refused,
-        }
+        return asdict(self)
 
 
 # ------------------------------------------------------------------ helpers (NeMo-RL semantics)
@@ -66,16 +59,9 @@ def _values(value: Any) -> list[float]:
     raise TypeError(f"expected a {{step: value}} mapping, got {type(value).__name__}")
 
 
-def _min(*args: Any) -> float:
-    if len(args) == 1:
-        return min(_values(args[0]))
-    return min(float(a) for a in args)
-
-
-def _max(*args: Any) -> float:
-    if len(args) == 1:
-        return max(_values(args[0]))
-    return max(float(a) for a in args)
+def _extreme(pick: Callable[[Iterable[float]], float]) -> Callable[..., float]:
+    """``min``/``max`` of a {step: value} mapping's values, or of the arguments."""
+    return lambda *args: pick(_values(args[0]) if len(args) == 1 else (float(a) for a in args))
 
 
 def _range_values(value: dict[str, Any], range_start: int, range_end: int) -> list[float]:
@@ -122,8 +108,8 @@ def _round(x: Any, ndigits: int | None = None) -> Any:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "min": _min,
-    "max": _max,
+    "min": _extreme(min),
+    "max": _extreme(max),
     "mean": _mean,
     "median": _median,
     "ratio_above": _ratio_above,
@@ -225,38 +211,6 @@ def _check(node: ast.AST) -> None:  # noqa: C901 - one branch per allowed node k
         if node.id != "data":
             raise _refuse(node, f"name {node.id!r} is not allowed (only data and the check functions)")
         return
-    if isinstance(node, ast.Subscript):
-        base = node.value
-        if not (isinstance(base, ast.Name | ast.Subscript | ast.Call)):
-            raise _refuse(node, "only data[...] subscripts are allowed")
-        if isinstance(node.slice, ast.Slice):
-            raise _refuse(node, "slices are not allowed")
-        _check(base)
-        _check(node.slice)
-        return
-    if isinstance(node, ast.Compare):
-        for op in node.ops:
-            if type(op) not in _CMP:
-                raise _refuse(node, f"comparison {type(op).__name__} is not allowed")
-        _check(node.left)
-        for c in node.comparators:
-            _check(c)
-        return
-    if isinstance(node, ast.BoolOp):
-        for v in node.values:
-            _check(v)
-        return
-    if isinstance(node, ast.BinOp):
-        if type(node.op) not in _BIN:
-            raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
-        _check(node.left)
-        _check(node.right)
-        return
-    if isinstance(node, ast.UnaryOp):
-        if not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
-            raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
-        _check(node.operand)
-        return
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             what = node.func.id if isinstance(node.func, ast.Name) else type(node.func).__name__
@@ -270,7 +224,24 @@ def _check(node: ast.AST) -> None:  # noqa: C901 - one branch per allowed node k
                 raise _refuse(node, f"keyword {kw.arg!r} is not allowed")
             _check(kw.value)
         return
-    raise _refuse(node, f"{type(node).__name__} is not allowed")
+    if isinstance(node, ast.Subscript):
+        if not (isinstance(node.value, ast.Name | ast.Subscript | ast.Call)):
+            raise _refuse(node, "only data[...] subscripts are allowed")
+        if isinstance(node.slice, ast.Slice):
+            raise _refuse(node, "slices are not allowed")
+    elif isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _CMP:
+                raise _refuse(node, f"comparison {type(op).__name__} is not allowed")
+    elif isinstance(node, ast.BinOp | ast.UnaryOp) and not isinstance(
+        node.op, (*_BIN, ast.USub, ast.UAdd, ast.Not)
+    ):
+        raise _refuse(node, f"operator {type(node.op).__name__} is not allowed")
+    elif not isinstance(node, ast.BoolOp | ast.BinOp | ast.UnaryOp):
+        raise _refuse(node, f"{type(node).__name__} is not allowed")
+    for child in ast.iter_child_nodes(node):  # operands, not the operators (checked above)
+        if not isinstance(child, ast.operator | ast.cmpop | ast.boolop | ast.unaryop | ast.expr_context):
+            _check(child)
 
 
 def _eval(node: ast.AST, data: Any) -> Any:
@@ -320,32 +291,23 @@ def _eval(node: ast.AST, data: Any) -> Any:
     raise RefusedExpression(f"refused: {type(node).__name__}")  # unreachable after validate()
 
 
-class _CpuLimit:
+@contextlib.contextmanager
+def _cpu_limit(seconds: float) -> Iterator[None]:
     """Raise RefusedExpression after ``seconds`` of CPU time (ITIMER_VIRTUAL), main thread only."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.armed = False
-        self.previous: Any = None
+    def fire(_signum: int, _frame: object) -> None:
+        raise RefusedExpression(f"refused: the check used more than {seconds:g} s of CPU")
 
-    def _fire(self, _signum: int, _frame: object) -> None:
-        raise RefusedExpression(f"refused: the check used more than {self.seconds:g} s of CPU")
-
-    def __enter__(self) -> _CpuLimit:
-        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-            self.previous = signal.signal(signal.SIGVTALRM, self._fire)
-            signal.setitimer(signal.ITIMER_VIRTUAL, self.seconds)
-            self.armed = True
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.armed:
-            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-            signal.signal(signal.SIGVTALRM, self.previous or signal.SIG_DFL)
-
-
-def _cpu_limit(seconds: float) -> _CpuLimit:
-    return _CpuLimit(seconds)
+    previous = signal.signal(signal.SIGVTALRM, fire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous or signal.SIG_DFL)
 
 
 def _value_expr(check: str) -> str:
@@ -357,13 +319,10 @@ def evaluate_check(data: Any, check: str) -> CheckResult:
     """One check -> CheckResult. A refused check has ``refused=True`` and never runs."""
     try:
         tree = validate(check)
-    except RefusedExpression as e:
-        return CheckResult(check, False, f"REFUSED: {check} ({e})", None, refused=True)
-    try:
-        value_tree: ast.Expression | None = validate(_value_expr(check))
-    except RefusedExpression:
-        value_tree = None  # e.g. "x != 1" splits into "x !": no separate value, as upstream
-    try:
+        try:
+            value_tree: ast.Expression | None = validate(_value_expr(check))
+        except RefusedExpression:
+            value_tree = None  # e.g. "x != 1" splits into "x !": no separate value, as upstream
         with _cpu_limit(CPU_LIMIT_S):
             value = _eval(value_tree.body, data) if value_tree is not None else None
             result = _eval(tree.body, data)

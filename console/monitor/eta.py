@@ -11,12 +11,8 @@ from console.events import Event
 
 
 class EtaEstimator:
-    """Estimates the time per step from when steps were seen, and the time left.
-
-    ``observe(step, now)`` records that ``step`` was reached at ``now``. The step time is the
-    median of the last ``window`` per-step intervals (robust to a slow first step), or a
-    reported step time (``report_step_time``) when the log states it.
-    """
+    """Time per step (the median of the last ``window`` intervals between ``observe``d steps, robust
+    to a slow first step, or of the step times the log reports) and the time left."""
 
     def __init__(self, window: int = 8) -> None:
         self._seen: deque[tuple[int, float]] = deque(maxlen=window + 1)
@@ -52,11 +48,8 @@ class EtaEstimator:
 
 
 class StallDetector:
-    """Emits one ``hang`` event when nothing happened for ``timeout_s``; re-arms on activity.
-
-    Call ``activity(now)`` (or ``observe(events, now)``) whenever the run shows progress and
-    ``check(now)`` periodically.
-    """
+    """One ``hang`` event when no ``activity`` (or progress event ``observe``d) came for ``timeout_s``;
+    ``check`` it periodically; re-arms on activity."""
 
     PROGRESS_TYPES = frozenset({"progress", "metrics", "phase", "complete"})
 

@@ -1,13 +1,11 @@
-"""GPU state through NVML (``import pynvml`` from the nvidia-ml-py package), asked only through
-``console.monitor.nvml.Nvml`` (tolerant: a status for every failure, never an exception).
+"""GPU state through NVML, asked only through the tolerant ``console.monitor.nvml.Nvml``.
 
-No library or no driver gives ``available=False`` with a reason; a GPU that falls off the bus is
-marked ``lost``; MIG devices are listed as instances of their parent, with their processes; a
-process list NVML cannot give says why (``procs_status``) instead of looking empty. Processes are
-matched to the run's process tree (``run_pids_fn``): ``attribution`` is ``by-pid`` when NVML's PIDs
-match, ``by-device`` when none does while the run has processes (another PID namespace, an old
-driver): then the processes on the run's GPUs (its ``CUDA_VISIBLE_DEVICES``) count as the run's.
-A driver/library mismatch is said once, in the ``notices`` of the first sample that met it.
+No library or driver: ``available=False`` with the reason; a GPU that fell off the bus: ``lost``;
+MIG devices: instances of their parent, with their processes; a process list NVML cannot give says
+why (``procs_status``). Processes count as the run's (``attribution``) ``by-pid`` when NVML's PIDs
+are in the run's tree (``run_pids_fn``), else ``by-device`` while the run has processes (another PID
+namespace, an old driver): those on the run's ``CUDA_VISIBLE_DEVICES``. A driver/library mismatch
+is said once, in the first sample's ``notices``.
 """
 
 from __future__ import annotations
@@ -76,12 +74,9 @@ class GpuSnapshot:
 
 
 class GpuSampler:
-    """``sample()`` -> GpuSnapshot; cheap to construct, NVML is initialised on first use.
-
-    ``nvml`` replaces the ``pynvml`` module (tests on machines without a GPU). ``cuda_visible`` is
-    the run's ``CUDA_VISIBLE_DEVICES`` when known; otherwise it is read from the run's processes,
-    then from this process's environment (unset: every GPU).
-    """
+    """``sample()`` -> GpuSnapshot; NVML starts on first use. ``nvml`` replaces ``pynvml`` (tests without
+    a GPU); ``cuda_visible`` is the run's ``CUDA_VISIBLE_DEVICES`` when known, else it is read from the
+    run's processes, then from this process's environment (unset: every GPU)."""
 
     def __init__(
         self,
@@ -176,17 +171,9 @@ class GpuSampler:
             dev.error = "GPU is lost" if dev.lost else f"no handle ({handle.status})"
             return dev
         h = handle.value
-        answers = [handle]
-        name, uuid, mem, mode = (
-            q(f, h)
-            for f in (
-                "nvmlDeviceGetName",
-                "nvmlDeviceGetUUID",
-                "nvmlDeviceGetMemoryInfo",
-                "nvmlDeviceGetMigMode",
-            )
-        )
-        answers += [name, uuid, mem, mode]
+        fns = ("nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMigMode")
+        answers = [handle, *(q(f, h) for f in fns)]
+        name, uuid, mem, mode = answers[1:]
         dev.name = text(name.value) or "?"
         dev.uuid = text(uuid.value) or "?"
         if mem.ok:

@@ -7,8 +7,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psutil
@@ -18,15 +17,8 @@ def default_disk_paths(run_dir: str | os.PathLike[str] | None = None) -> list[st
     """HF_HOME, HF_HUB_CACHE (or their defaults), the run folder and /tmp, without duplicates."""
     hf_home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
     hub = os.environ.get("HF_HUB_CACHE") or os.path.join(hf_home, "hub")
-    paths = [hf_home, hub]
-    if run_dir is not None:
-        paths.append(os.fspath(run_dir))
-    paths.append("/tmp")
-    out: list[str] = []
-    for p in paths:
-        if p not in out:
-            out.append(p)
-    return out
+    run = [os.fspath(run_dir)] if run_dir is not None else []
+    return list(dict.fromkeys([hf_home, hub, *run, "/tmp"]))
 
 
 @dataclass(slots=True)
@@ -40,14 +32,9 @@ class HostSnapshot:
     t: float = 0.0
 
     def to_event_data(self) -> dict[str, Any]:
-        return {
-            "cpu": self.cpu,
-            "mem_used": self.mem_used,
-            "mem_total": self.mem_total,
-            "disks": dict(self.disks),
-            "disks_total": dict(self.disks_total),
-            "load1": self.load1,
-        }
+        data = asdict(self)
+        del data["t"]  # the event's own time
+        return data
 
 
 class HostSampler:
@@ -69,11 +56,9 @@ class HostSampler:
         disks: dict[str, int] = {}
         totals: dict[str, int] = {}
         for p in self.paths:
-            if not Path(p).exists():
-                continue
             try:
                 du = shutil.disk_usage(p)
-            except OSError:
+            except OSError:  # not there (yet)
                 continue
             disks[p] = du.free
             totals[p] = du.total

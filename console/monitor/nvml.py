@@ -1,16 +1,12 @@
-"""One tolerant way to ask NVML (``pynvml`` from nvidia-ml-py) anything, shared by the monitor,
-doctor and plan.
+"""One tolerant way to ask NVML (``pynvml`` from nvidia-ml-py) anything, for the monitor, doctor and plan.
 
-``Nvml.query(name, *args)`` never raises: it returns an ``Answer`` whose ``status`` tells a real
-value (``ok``) from "not supported on this GPU", "no permission", "GPU lost", "this driver lacks
-the function" and other errors, so a caller never mistakes a failure for an empty result.
-A function missing from the driver (the nvidia-ml-py package is newer than the driver) is reported
-once in ``notices``, not on every sample. ``query_versioned`` tries ``_v3``, then ``_v2``, then the
-unversioned name (the process lists changed struct twice; old drivers only have the older ones).
+``Nvml.query(name, *args)`` never raises: its ``Answer.status`` tells a value (``ok``) from "not
+supported", "no permission", "GPU lost", "this driver lacks the function" and other errors, so a
+failure never looks like an empty result. A function missing from the (older) driver is reported
+once in ``notices``. ``query_versioned`` tries ``_v3``, ``_v2``, then the unversioned name.
 
-``visible_indexes`` maps ``CUDA_VISIBLE_DEVICES`` (indexes, ``GPU-<uuid>`` or a unique prefix of
-it, ``MIG-<uuid>``) to NVML device indexes the way CUDA reads it: the list ends at the first entry
-that names no device.
+``visible_indexes`` maps ``CUDA_VISIBLE_DEVICES`` (indexes, ``GPU-<uuid>`` or a unique prefix of it,
+``MIG-<uuid>``) to NVML indexes as CUDA reads it: the list ends at the first entry naming no device.
 """
 
 from __future__ import annotations
@@ -58,19 +54,14 @@ class Answer:
         return self.status == OK
 
 
-def _status(err: BaseException) -> str:
-    for cls in type(err).__mro__:
-        if cls.__name__ in _STATUS_BY_ERROR:
-            return _STATUS_BY_ERROR[cls.__name__]
-    return ERROR
+def _by_class(err: BaseException, table: dict[str, str], default: str) -> str:
+    """``table``'s entry for the first of ``err``'s classes (by name) it has."""
+    return next((table[c.__name__] for c in type(err).__mro__ if c.__name__ in table), default)
 
 
 def init_reason(err: BaseException) -> str:
     """Why ``nvmlInit`` failed, in one line."""
-    for cls in type(err).__mro__:
-        if cls.__name__ in _INIT_REASONS:
-            return _INIT_REASONS[cls.__name__]
-    return f"NVML unavailable: {err}"
+    return _by_class(err, _INIT_REASONS, f"NVML unavailable: {err}")
 
 
 class Nvml:
@@ -117,19 +108,18 @@ class Nvml:
         try:
             return Answer(fn(*args))
         except Exception as e:  # noqa: BLE001 - every NVMLError becomes a status
-            status = _status(e)
+            status = _by_class(e, _STATUS_BY_ERROR, ERROR)
             if status == NO_FUNCTION:
                 self._note_missing(name)
             return Answer(None, status, f"{name}: {e}")
 
     def query_versioned(self, name: str, *args: Any) -> Answer:
         """``name_v3``, then ``name_v2``, then ``name``: the first the driver has."""
-        answer = Answer(None, NO_FUNCTION, f"{name}: no version in this driver")
-        for suffix in ("_v3", "_v2", ""):
+        for suffix in ("_v3", "_v2"):
             answer = self.query(name + suffix, *args)
             if answer.status != NO_FUNCTION:
                 return answer
-        return answer
+        return self.query(name, *args)
 
     def _note_missing(self, name: str) -> None:
         with self._lock:

@@ -1,9 +1,8 @@
 """Which processes belong to a run, and whether a recorded process is still the one it was.
 
 Each step runs with ``RL_CONSOLE_RUN_ID=<absolute run folder>`` in its environment; children inherit
-it, so a process that left the step's process group (``setsid``, daemonised Ray workers, workers of
-an external cluster) is still found through ``/proc/<pid>/environ``. Psutil descendants of known
-pids cover processes that cleared their env.
+it, so a process that left the step's group (``setsid``, daemonised Ray workers) is still found
+through ``/proc/<pid>/environ``; psutil descendants of known pids cover those that cleared their env.
 """
 
 from __future__ import annotations
@@ -23,15 +22,10 @@ def run_process_tree(
     marker_env: str | None = None,
     candidates: Iterable[int] | None = None,
 ) -> set[int]:
-    """PIDs of ``root_pids`` and all their descendants.
-
-    With ``marker_env`` (``"NAME=value"`` or just ``"NAME"``), processes among ``candidates``
-    (default: every process; reading environments is slow, so pass e.g. the GPU's PIDs) whose
-    environment carries the marker count too, with their descendants.
-    """
-    pids: set[int] = set()
-    for pid in root_pids:
-        pids |= _tree(pid)
+    """PIDs of ``root_pids`` and their descendants; with ``marker_env`` (``"NAME=value"`` or ``"NAME"``)
+    also the processes among ``candidates`` (default: all; reading environments is slow, so pass e.g.
+    the GPU's PIDs) whose environment carries it, with their descendants."""
+    pids: set[int] = set().union(*(_tree(pid) for pid in root_pids))
     if marker_env:
         pool = list(candidates) if candidates is not None else psutil.pids()
         for pid in pool:
@@ -70,22 +64,16 @@ def process_env(pid: int, name: str) -> str | None:
 
 
 def run_marker(run_dir: str | os.PathLike[str]) -> str:
-    """The marker value a run's steps carry in ``RL_CONSOLE_RUN_ID``.
-
-    The absolute run folder, not the bare id: two runs folders can hold runs with the same id
-    (same second, same framework), and a cancel in one must never touch the other.
-    """
+    """The value of ``RL_CONSOLE_RUN_ID`` a run's steps carry: its absolute folder, not the bare id (two
+    runs folders can hold the same id, and a cancel in one must never touch the other)."""
     return os.path.realpath(run_dir)
 
 
 def run_processes(
     run_id: str, roots: Iterable[int] = (), exclude: Iterable[int] = ()
 ) -> list[psutil.Process]:
-    """Live processes of the run: ``roots`` and their descendants, plus every process carrying the
-    marker ``run_id`` (see ``run_marker``) and its descendants.
-
-    ``exclude`` (and this process and its ancestors) are never returned.
-    """
+    """Live processes of the run: ``roots`` and every process carrying the marker ``run_id``, with their
+    descendants; never ``exclude``, this process or its ancestors."""
     skip = set(exclude) | {os.getpid()}
     with contextlib.suppress(psutil.Error):
         skip |= {p.pid for p in psutil.Process().parents()}
@@ -108,11 +96,8 @@ def looks_like_ray(procs: Iterable[psutil.Process]) -> bool:
             cmd = " ".join(proc.cmdline()[:3])
         except psutil.Error:
             continue
-        if (
-            any(name.startswith(n) for n in RAY_PROCESS_NAMES)
-            or "ray/core/src" in cmd
-            or "gcs_server" in cmd
-            or "raylet" in cmd
+        if name.startswith(RAY_PROCESS_NAMES) or any(
+            w in cmd for w in ("ray/core/src", "gcs_server", "raylet")
         ):
             return True
     return False

@@ -1,8 +1,6 @@
-"""``make_parser(framework)``: the progress parser for a framework's log lines.
-
-Each parser's ``feed(text, now=None) -> list[Event]`` takes one cleaned line (see
-console/monitor/text.py) and returns ``progress``/``metrics``/``phase``/``complete`` events.
-"demo" uses the NeMo-RL format; "unknown" tries both and sticks to the first that matches.
+"""``make_parser(framework)``: the progress parser for a framework's log lines (see ``text.py``), each
+``feed(text, now=None)`` returning ``progress``/``metrics``/``phase``/``complete`` events. "demo" uses
+the NeMo-RL format; "unknown" tries both and sticks to the first that matches.
 """
 
 from __future__ import annotations

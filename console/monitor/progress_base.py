@@ -90,6 +90,7 @@ class ParserState:
         self.completed = False
         self.eta = EtaEstimator()
         self._last_progress: tuple[object, ...] | None = None
+        self._phase: str | None = None
 
     def _progress(self, now: float | None, eta_s: float | None = None, force: bool = False) -> list[Event]:
         key = (self.step, self.total, self.done, eta_s)
@@ -109,6 +110,13 @@ class ParserState:
             "source": self.source,
         }
         return [Event("progress", data=data, t=now if now is not None else time.time())]
+
+    def _phase_event(self, name: str, now: float) -> list[Event]:
+        """A ``phase`` event, unless it is the phase already said."""
+        if name == self._phase:
+            return []
+        self._phase = name
+        return [Event("phase", data={"name": name, "source": self.source}, t=now)]
 
     def _complete(self, reason: str, now: float | None, text: str = "") -> list[Event]:
         if self.completed:

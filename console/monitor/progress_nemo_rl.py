@@ -38,7 +38,6 @@ class NemoRlProgressParser(ParserState):
         super().__init__()
         self.source = source
         self._pending: dict[str, float | str] = {}
-        self._phase: str | None = None
         self._patterns = FrameworkPatterns("nemo-rl")
 
     def _flush(self, now: float) -> list[Event]:
@@ -58,11 +57,7 @@ class NemoRlProgressParser(ParserState):
         if "▶" in line:
             m = _PHASE_RE.match(line)
             if m:
-                name = m.group(1)
-                if name != self._phase:
-                    self._phase = name
-                    return [Event("phase", data={"name": name, "source": self.source}, t=now)]
-                return []
+                return self._phase_event(m.group(1), now)
         if "•" in line:
             m = _RESULT_RE.match(line)
             if m and m.group(1) in RESULT_KEYS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from console.catalog.progress import FrameworkPatterns
+from console.catalog.progress import FrameworkPatterns, ProgressPattern
 from console.events import Event
 from console.monitor.progress_base import ParserState, json_number, parse_clock, parse_number
 
@@ -57,7 +57,6 @@ class VerlProgressParser(ParserState):
     def __init__(self) -> None:
         super().__init__()
         self._seen_bar = False
-        self._phase: str | None = None
         self._patterns = FrameworkPatterns("verl")
         self._bar_pattern = self._patterns.by_id["verl_progress_bar"]
         self._step_pattern = self._patterns.by_id["verl_metrics_line"]
@@ -98,12 +97,6 @@ class VerlProgressParser(ParserState):
                     out += self._complete(pattern.reason, now, text)
         return out
 
-    def _phase_event(self, name: str, now: float) -> list[Event]:
-        if name == self._phase:
-            return []
-        self._phase = name
-        return [Event("phase", data={"name": name, "source": self.source}, t=now)]
-
     def _bar(self, m: re.Match[str], now: float) -> list[Event]:
         n, total = int(m["step"]), int(m["total"])
         remaining = parse_clock(m["remaining"] or "")
@@ -112,16 +105,7 @@ class VerlProgressParser(ParserState):
             self.resumed_from = n  # tqdm(initial=global_steps): the first render shows the resumed step
         self._seen_bar = True
         self.total = total
-        st = _rate_to_step_time(rate)
-        if st is not None:
-            self.eta.report_step_time(st)
-        if self.done is None or n >= self.done:
-            self.step = self.done = n
-        self.eta.observe(n, now)
-        out = self._progress(now, eta_s=remaining)
-        if self._bar_pattern.complete_at_total and total and n >= total:
-            out += self._complete(self._bar_pattern.reason, now)
-        return out
+        return self._advance(n, _rate_to_step_time(rate), self._bar_pattern, now, eta_s=remaining)
 
     def _step_line(self, step: int, rest: str, now: float) -> list[Event]:
         values = parse_metrics_line(rest)
@@ -129,12 +113,24 @@ class VerlProgressParser(ParserState):
         if step < self._step_pattern.min_step:
             return out  # validation before training, not a training step
         t = values.get("timing_s/step")
-        if isinstance(t, float):
-            self.eta.report_step_time(t)
+        return out + self._advance(step, t if isinstance(t, float) else None, self._step_pattern, now)
+
+    def _advance(
+        self,
+        step: int,
+        step_time: float | None,
+        pattern: ProgressPattern,
+        now: float,
+        eta_s: float | None = None,
+    ) -> list[Event]:
+        """Training reached ``step`` (its time, when the line says it): progress, and completion at
+        the total when ``pattern`` says so."""
+        if step_time is not None:
+            self.eta.report_step_time(step_time)
         if self.done is None or step >= self.done:
             self.step = self.done = step
         self.eta.observe(step, now)
-        out += self._progress(now)
-        if self._step_pattern.complete_at_total and self.total and step >= self.total:
-            out += self._complete(self._step_pattern.reason, now)
+        out = self._progress(now, eta_s=eta_s)
+        if pattern.complete_at_total and self.total and step >= self.total:
+            out += self._complete(pattern.reason, now)
         return out

@@ -9,11 +9,8 @@ from console.monitor.host import HostSampler
 
 
 class ResourceSampler:
-    """``sample_once()`` -> a ``gpu`` and a ``host`` event, tagged with ``step``.
-
-    An unavailable GPU state ("no NVIDIA driver") is reported once, then only when it changes, so a
-    run without GPUs does not fill events.jsonl with the same line.
-    """
+    """``sample_once()`` -> a ``gpu`` and a ``host`` event, tagged with ``step``. An unavailable GPU state
+    is reported once, then only when it changes (a run without GPUs does not repeat it every tick)."""
 
     def __init__(
         self, gpu: GpuSampler | None = None, host: HostSampler | None = None, step: str | None = None

@@ -183,10 +183,7 @@ class Tailer:
             return
         if st is not None and (st.st_dev, st.st_ino) != self._ident:
             # rotated: finish the old file (still open), then follow the new one from its start
-            while True:
-                chunk = self._read(_READ_CHUNK)
-                if not chunk:
-                    break
+            while chunk := self._read(_READ_CHUNK):
                 self._consume(chunk, out)
             self._flush_pending(out)
             self._close_fd()
@@ -207,8 +204,7 @@ class Tailer:
     def _flush_pending(self, out: list[LogLine]) -> None:
         if self._buf:
             self._emit(bytes(self._buf), out, self._giant)
-            self._lineno += 1
-        elif self._giant:
+        if self._buf or self._giant:
             self._lineno += 1
         self._buf.clear()
         self._giant = False
@@ -257,14 +253,14 @@ class Tailer:
         if len(line) > self.max_line_bytes:
             limit = self.max_line_bytes
             for i in range(0, len(line), limit):
-                for text in clean_segments(line[i : i + limit]):
-                    out.append(LogLine(lineno, text, offset, True))
+                out.extend(
+                    LogLine(lineno, text, offset, True) for text in clean_segments(line[i : i + limit])
+                )
             return
         if b"\r" not in line and b"\x1b" not in line and b"\x00" not in line:
             out.append(LogLine(lineno, line.decode("utf-8", errors="replace"), offset, truncated))
             return
-        for text in clean_segments(line):
-            out.append(LogLine(lineno, text, offset, truncated))
+        out.extend(LogLine(lineno, text, offset, truncated) for text in clean_segments(line))
 
     def _partial(self, out: list[LogLine]) -> None:
         buf = self._buf

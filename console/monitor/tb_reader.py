@@ -1,9 +1,6 @@
-"""Incremental reader of TensorBoard event files under one or more log folders.
-
-Uses tensorboard's own ``EventFileLoader`` (no hand-written record parser). Each file keeps its
-loader, so a poll reads only what was appended, and a record that is still being written is
-retried on the next poll. ``metrics()`` merges all files like NeMo-RL's json_dump_tb_logs.py:
-files in modification-time order, a later file wins on the same (tag, step).
+"""Incremental reader of the TensorBoard event files under log folders, with tensorboard's own
+``EventFileLoader`` (a poll reads what was appended; a record still being written is retried).
+``metrics()`` merges the files as NeMo-RL's json_dump_tb_logs.py: by mtime, a later file wins.
 """
 
 from __future__ import annotations
@@ -121,15 +118,11 @@ class TbReader:
                 for tag, steps in self._data[path].items():
                     dst = merged.setdefault(tag, {})
                     for step, v in steps.items():
-                        if (
-                            error_on_conflicts
-                            and step in dst
-                            and dst[step][1] != path
-                            and not _same(dst[step][0], v)
-                        ):
+                        prev = dst.get(step)
+                        if error_on_conflicts and prev and prev[1] != path and not _same(prev[0], v):
                             raise ConflictError(
                                 f"Conflict detected for metric '{tag}' at step {step}:\n"
-                                f"  {dst[step][1]}: {dst[step][0]}\n  {path}: {v}"
+                                f"  {prev[1]}: {prev[0]}\n  {path}: {v}"
                             )
                         dst[step] = (v, path)
         return {tag: {str(s): merged[tag][s][0] for s in sorted(merged[tag])} for tag in sorted(merged)}

@@ -1,8 +1,5 @@
-"""Line cleaning shared by the tailer, the progress parsers and triage.
-
-Logs of RL runs carry ANSI colours, tqdm carriage-return redraws, NUL bytes and invalid UTF-8.
-``clean_line`` turns one physical line (without its trailing newline) into the text parsers see.
-"""
+"""Line cleaning (ANSI colours, tqdm ``\\r`` redraws, NUL bytes, invalid UTF-8) for the tailer, the
+progress parsers and triage: ``clean_line`` is one physical line as the parsers see it."""
 
 from __future__ import annotations
 
@@ -19,12 +16,8 @@ def strip_ansi(text: str) -> str:
 
 
 def collapse_cr(text: str) -> str:
-    """Collapse ``\\r`` redraws of one physical line to what a terminal would finally show.
-
-    A terminal overwrites from column 0 on each ``\\r``; the last segment wins, except that when
-    the last segment is shorter, the tail of the previous one stays visible. We keep the last
-    non-empty segment, which is what tqdm and Ray progress bars intend.
-    """
+    """What a terminal finally shows of a physical line with ``\\r`` redraws: its last non-empty segment
+    (what tqdm and Ray progress bars intend)."""
     if "\r" not in text:
         return text
     parts = [p for p in text.split("\r") if p.strip()]
@@ -33,10 +26,7 @@ def collapse_cr(text: str) -> str:
 
 def decode(raw: bytes) -> str:
     """Decode bytes that may contain invalid UTF-8 and NULs; never raises."""
-    text = raw.decode("utf-8", errors="replace")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text
+    return raw.decode("utf-8", errors="replace").replace("\x00", "")
 
 
 def clean_line(raw: bytes | str) -> str:
@@ -60,10 +50,8 @@ _RAY_PREFIX_ONLY_RE = re.compile(rf"^\s*{RAY_PREFIX}\s*$")  # a \r segment holdi
 
 
 def split_bar(segment: str) -> tuple[str, str, str]:
-    """Split one ``\\r`` segment into (text before a bar, the bar, text after it).
-
-    Without a tqdm-style bar the whole segment is returned as the first item.
-    """
+    """One ``\\r`` segment -> (text before a tqdm-style bar, the bar, text after it); without a bar the
+    whole segment is the first item."""
     m = _BAR_RE.search(segment)
     if m is None:
         return segment, "", ""
@@ -71,13 +59,9 @@ def split_bar(segment: str) -> tuple[str, str, str]:
 
 
 def split_cr_segments(text: str) -> list[str]:
-    """Turn one physical line with ``\\r`` redraws into the lines a reader needs.
-
-    Returns the log messages that shared the physical line with a progress bar (in order),
-    then the bar's final state. Overwritten bar states are dropped; a message printed right
-    after a bar (``...it/s]step:1 - loss:0.5``) is kept as its own item. Text without ``\\r``
-    is returned as a single item. ANSI must already be stripped.
-    """
+    """The lines a reader needs of one physical line with ``\\r`` redraws (ANSI already stripped): the
+    messages that shared it with a progress bar, in order, then the bar's final state. Overwritten bar
+    states are dropped; a message printed right after a bar (``...it/s]step:1 - loss:0.5``) is kept."""
     if "\r" not in text:
         return [text]
     segments = text.split("\r")
@@ -109,7 +93,4 @@ def split_cr_segments(text: str) -> list[str]:
 def clean_segments(raw: bytes | str) -> list[str]:
     """Decode, strip ANSI and split ``\\r`` redraws of one physical line (see split_cr_segments)."""
     text = decode(raw) if isinstance(raw, bytes) else raw
-    text = strip_ansi(text).rstrip("\n")
-    if text.endswith("\r"):
-        text = text.rstrip("\r")
-    return split_cr_segments(text)
+    return split_cr_segments(strip_ansi(text).rstrip("\n").rstrip("\r"))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.catalog import CatalogError, FrameworkCatalog, load_framework, load_guidance
+from console.catalog import load_guidance
 from console.errors import SpecError
-from console.plan.builder import build_plan
+from console.plan.builder import build_plan, framework_catalog
 from console.plan.model import Plan, Step
 from console.plan.overrides import validate_overrides
 from console.plan.render import render_sh
@@ -29,16 +29,9 @@ class LevelInfo:
     variants: list[str]
 
 
-def _catalog(framework: str) -> FrameworkCatalog:
-    try:
-        return load_framework(framework)
-    except CatalogError as exc:
-        raise SpecError(str(exc)) from None
-
-
 def catalog_levels(framework: str) -> list[LevelInfo]:
     """The framework's coverage levels, for the guided screen."""
-    cat = _catalog(framework)
+    cat = framework_catalog(framework)
     return [
         LevelInfo(
             number=lv.number,
@@ -59,7 +52,7 @@ def touched_areas() -> list[tuple[str, str]]:
 
 def recommend_levels(framework: str, touched: list[str]) -> list[int]:
     """Levels the framework's Scope table requires for what the change touched (always Level 0)."""
-    _catalog(framework)
+    framework_catalog(framework)
     areas = {a.id: a for a in load_guidance()}
     levels = {0}
     for t in touched:

@@ -88,6 +88,20 @@ class _Selected:
     name: str | None = None
     title: str | None = None
 
+    def apply(self, v: Variant) -> None:
+        """Apply a modify variant to this step."""
+        self.variants.append(v)
+        self.extra_args.extend(v.args)
+        self.extra_env.update(v.env)
+
+
+def framework_catalog(framework: str) -> FrameworkCatalog:
+    """The framework's catalog; its CatalogError as a SpecError (bad input: exit 2)."""
+    try:
+        return load_framework(framework)
+    except CatalogError as exc:
+        raise SpecError(str(exc)) from None
+
 
 def _git_checkout(path: str | None, flag: str, framework: str, env_name: str) -> str:
     if not path:
@@ -172,18 +186,15 @@ def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -
         level = cat.level(n)
         assert level is not None
         mine = [v for v in variants if n in v.levels]
-        chosen: list[_Selected] = []
         for st in level.steps:
             sel = _Selected(st, n)
             for v in mine:
                 if v.mode == "modify" and _targets(v, st):
-                    sel.variants.append(v)
-                    sel.extra_args.extend(v.args)
-                    sel.extra_env.update(v.env)
-            chosen.append(sel)
+                    sel.apply(v)
+            out.append(sel)
             for v in mine:
                 if v.mode == "rerun" and _targets(v, st):
-                    chosen.append(
+                    out.append(
                         _Selected(
                             st,
                             n,
@@ -200,11 +211,8 @@ def _select(cat: FrameworkCatalog, levels: list[int], variants: list[Variant]) -
                     sel = _Selected(st, n, variants=[v])
                     for other in mine:  # modify variants that target every train step apply here too
                         if other.mode == "modify" and "*train" in other.targets and st.kind == "train":
-                            sel.variants.append(other)
-                            sel.extra_args.extend(other.args)
-                            sel.extra_env.update(other.env)
-                    chosen.append(sel)
-        out.extend(chosen)
+                            sel.apply(other)
+                    out.append(sel)
     return out
 
 
@@ -226,10 +234,7 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     its paths show as ``$NEMO_RL_REPO``-style placeholders and its steps resolve against the upstream
     manifest, which a warning says. A checkout given but missing is still an error, and a run always
     needs both checkouts."""
-    try:
-        cat = load_framework(spec.framework)
-    except CatalogError as exc:
-        raise SpecError(str(exc)) from None
+    cat = framework_catalog(spec.framework)
     _check_env(spec.env or {})
     levels, variants = _levels_and_variants(cat, spec)
     warnings: list[str] = []
@@ -276,7 +281,7 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
         pythonpath = ":".join(parts + ([existing] if existing else []))
     ctx.values["pythonpath"] = pythonpath or ""
 
-    remedy = spec.extra.get("remedy") if isinstance(spec.extra, dict) else None
+    remedy = spec.extra.get("remedy")
     remedy = remedy if isinstance(remedy, dict) else {}
     remedy_env = {str(k): str(v) for k, v in (remedy.get("env") or {}).items()}
     _check_env(remedy_env)
@@ -284,20 +289,13 @@ def build_plan(spec: RunSpec, *, manifest_fallback: bool = False) -> Plan:
     remedy_overrides = [str(x) for x in remedy.get("overrides") or []]
     user_overrides = [*spec.overrides, *remedy_overrides]
 
-    bridge_tests = (
-        [str(t) for t in (spec.extra.get("bridge_tests") or [])] if isinstance(spec.extra, dict) else []
-    )
+    bridge_tests = [str(t) for t in spec.extra.get("bridge_tests") or []]
     for t in bridge_tests:
         if "\x00" in t or not bridge or not (Path(bridge) / t.split("::", 1)[0]).exists():
             raise SpecError(f"--bridge-test {t}: not found in the Bridge checkout {bridge or '(none)'}")
 
-    base_env: dict[str, str] = {}
-    if pythonpath is not None:
-        base_env["PYTHONPATH"] = pythonpath
-    for name in cat.pass_env:
-        value = lookup(name)
-        if value:
-            base_env[name] = value
+    base_env = {"PYTHONPATH": pythonpath} if pythonpath is not None else {}
+    base_env |= {name: value for name in cat.pass_env if (value := lookup(name))}
 
     launcher_on = bool(cat.launcher) and not any(lookup(k) == v for k, v in cat.launcher_off.items())
     checkout = CheckoutSource({"repo": repo, "bridge": bridge})
@@ -430,10 +428,8 @@ def resolve_plan(plan: Plan, inputs: ResolveInputs, source: Source) -> list[Drif
     found: list[DriftRecord] = []
     for step in plan.steps:
         role, config, catalog_args, user_args = inputs.get(step.name, ("repo", None, [], []))
-        if role not in ("repo", "bridge"):
-            continue
-        for d in resolve_step(step, role, config, catalog_args, user_args, source):
-            found.append(d.to_dict())
+        if role in ("repo", "bridge"):
+            found += [d.to_dict() for d in resolve_step(step, role, config, catalog_args, user_args, source)]
     return found
 
 
@@ -474,10 +470,8 @@ def _user_overrides_per_step(
             try:
                 if repo is None:  # no checkout: syntax here, keys in the plan's resolution (manifest)
                     parse_override(text)
-                    out[(config, script)].append(text)
-                    took.append(name)
-                    continue
-                warnings.extend(validate_overrides([text], repo, config, extra_keys=added))
+                else:
+                    warnings.extend(validate_overrides([text], repo, config, extra_keys=added))
             except SpecError as exc:
                 errors.append(exc)
                 continue

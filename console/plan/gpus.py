@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 
@@ -9,13 +10,8 @@ def visible_gpus() -> int:
     """CUDA_VISIBLE_DEVICES when set (entries up to the first invalid one), else NVML's count, else 0."""
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
     if cvd is not None:
-        count = 0
-        for entry in cvd.split(","):
-            entry = entry.strip()
-            if not entry or entry.startswith("-"):
-                break
-            count += 1
-        return count
+        entries = [e.strip() for e in cvd.split(",")]
+        return len(list(itertools.takewhile(lambda e: e and not e.startswith("-"), entries)))
     try:
         import pynvml
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
@@ -93,29 +94,7 @@ class Step:
 
     def to_dict(self, redact: bool = True) -> StepRecord:
         """The plan.json form. ``redact`` masks secret env values (never write an unredacted plan)."""
-        d: StepRecord = {
-            "name": self.name,
-            "title": self.title,
-            "argv": list(self.argv),
-            "env": dict(self.env),
-            "unset": list(self.unset),
-            "cwd": self.cwd,
-            "gpus": self.gpus,
-            "proves": self.proves,
-            "criteria": list(self.criteria),
-            "level": self.level,
-            "variant": self.variant,
-            "deliverable": self.deliverable,
-            "kind": self.kind,
-            "log_files": list(self.log_files),
-            "tb_dir": self.tb_dir,
-            "metrics_json": self.metrics_json,
-            "checks": list(self.checks),
-            "total_steps": self.total_steps,
-            "on_failure": self.on_failure,
-            "report_metrics": list(self.report_metrics),
-            "notes": list(self.notes),
-        }
+        d = cast(StepRecord, {k: copy.copy(getattr(self, k)) for k in STEP_FIELDS})  # lists copied
         if redact:
             d["env"] = redact_env(self.env)
             d["argv"] = redact_argv(list(self.argv))

@@ -81,9 +81,9 @@ def _load(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     parents = [defaults] if isinstance(defaults, str) else (defaults or [])
     merged: dict[str, Any] = {}
     for parent in parents:
-        if not isinstance(parent, str) or parent == "_self_":
-            if parent == "_self_":
-                continue
+        if parent == "_self_":
+            continue
+        if not isinstance(parent, str):
             raise ConfigUnavailable(f"{path}: Hydra group defaults ({parent!r}) are not merged here")
         name = parent if parent.endswith((".yaml", ".yml")) else f"{parent}.yaml"
         merged = _merge(merged, _load((path.parent / name).resolve(), (*seen, path)))
@@ -129,9 +129,7 @@ def did_you_mean(key: str, keys: list[str]) -> str | None:
     leaf = key.rsplit(".", 1)[-1]
     same_leaf = [k for k in keys if k.rsplit(".", 1)[-1] == leaf]
     pool = same_leaf + difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
-    if not pool:
-        return None
-    return max(pool, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio())
+    return max(pool, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio()) if pool else None
 
 
 def check_unquoted(text: str, script: str) -> list[str]:
@@ -187,13 +185,10 @@ def with_keys(cfg: dict[str, Any], keys: set[str] | None) -> dict[str, Any]:
     for dotted in sorted(keys):
         node = out
         parts = dotted.split(".")
-        for part in parts[:-1]:
+        for part in parts[:-1]:  # copies on the way down: ``cfg`` stays as it is
             nxt = node.get(part)
-            if not isinstance(nxt, dict):
-                nxt = node[part] = {}
-            else:
-                nxt = node[part] = dict(nxt)
-            node = nxt
+            node[part] = dict(nxt) if isinstance(nxt, dict) else {}
+            node = node[part]
         node.setdefault(parts[-1], None)
     return out
 

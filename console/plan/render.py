@@ -18,14 +18,7 @@ def quote(word: str) -> str:
     if word.startswith(_FROM_ENV):
         key = word[len(_FROM_ENV) :]
         return f'"${{{key}:?set {key} in your environment}}"'
-    pieces = word.split(RUN_DIR)
-    out = []
-    for i, piece in enumerate(pieces):
-        if piece:
-            out.append(shlex.quote(piece))
-        if i < len(pieces) - 1:
-            out.append('"$RUN_DIR"')
-    return "".join(out) or "''"
+    return '"$RUN_DIR"'.join(shlex.quote(piece) if piece else "" for piece in word.split(RUN_DIR)) or "''"
 
 
 def _comment(text: str) -> str:
@@ -36,8 +29,7 @@ def _step_lines(index: int, step: Step) -> list[str]:
     lines = [f"# --- {index:02d} {step.name}: {_comment(step.title)}"]
     if step.proves:
         lines.append(f"# proves: {_comment(step.proves)}")
-    for c in step.criteria:
-        lines.append(f"# pass: {_comment(c)}")
+    lines += [f"# pass: {_comment(c)}" for c in step.criteria]
     # a secret env value is never written here: the script takes it from the caller's environment
     env = {k: _FROM_ENV + k if is_secret_name(k) and v else v for k, v in step.env.items()}
     line = shell_line(step.argv, env, step.unset, word=quote)
@@ -58,10 +50,6 @@ def render_sh(plan: Plan) -> str:
         'RUN_DIR="${RUN_DIR:-$PWD/rl-console-run}"',
         'mkdir -p "$RUN_DIR"',
     ]
-    for w in plan.warnings:
-        head.append(f"# WARNING: {_comment(w)}")
-    body: list[str] = []
-    for i, step in enumerate(plan.steps, 1):
-        body.append("")
-        body.extend(_step_lines(i, step))
+    head += [f"# WARNING: {_comment(w)}" for w in plan.warnings]
+    body = [line for i, step in enumerate(plan.steps, 1) for line in ["", *_step_lines(i, step)]]
     return "\n".join(head + body) + "\n"

@@ -14,16 +14,16 @@ Sources: a real checkout (``CheckoutSource``), or, when none is given, the upstr
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from console.catalog import CATALOG_DIR
+from console.fileio import read_json
 from console.plan.model import DriftRecord
 
 MANIFEST_PATH = CATALOG_DIR / "upstream_manifest.json"
@@ -57,17 +57,7 @@ class Drift:
         return f"{self.step}: {what.get(self.kind, self.item)}{hint}"
 
     def to_dict(self) -> DriftRecord:
-        return {
-            "step": self.step,
-            "kind": self.kind,
-            "item": self.item,
-            "origin": self.origin,
-            "where": self.where,
-            "closest": self.closest,
-            "source": self.source,
-            "class": DRIFT_CLASS,
-            "message": self.message,
-        }
+        return cast(DriftRecord, {**asdict(self), "class": DRIFT_CLASS, "message": self.message})
 
 
 class Source(Protocol):
@@ -89,16 +79,6 @@ def wrapper_overrides(text: str) -> tuple[set[str], list[str]]:
         for m in _WRAPPER_OVERRIDE_RE.finditer(line):
             (added.add(m.group(2)) if m.group(1) else plain.append(m.group(2)))
     return added, list(dict.fromkeys(plain))
-
-
-def flat_keys(cfg: Any, prefix: str = "") -> set[str]:
-    keys: set[str] = set()
-    if isinstance(cfg, dict):
-        for key, value in cfg.items():
-            full = f"{prefix}.{key}" if prefix else str(key)
-            keys.add(full)
-            keys |= flat_keys(value, full)
-    return keys
 
 
 class CheckoutSource:
@@ -138,13 +118,13 @@ class CheckoutSource:
         return out
 
     def config_keys(self, role: str, rel: str) -> set[str] | None:
-        from console.plan.overrides import ConfigUnavailable, load_config
+        from console.plan.overrides import ConfigUnavailable, flat_keys, load_config
 
         p = self._path(role, rel)
         if p is None:
             return None
         try:
-            return flat_keys(load_config(p))
+            return set(flat_keys(load_config(p)))
         except ConfigUnavailable:
             return None
 
@@ -221,10 +201,7 @@ def manifest_commits(
 
 @cache
 def load_manifest(path: str = str(MANIFEST_PATH)) -> dict[str, Any]:
-    try:
-        manifest: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    manifest: dict[str, Any] = read_json(Path(path), {})  # {}: missing or unreadable
     return manifest
 
 
@@ -268,21 +245,15 @@ def _key(arg: str) -> tuple[str, str]:
 def check_override(arg: str, keys: set[str]) -> tuple[str, str | None] | None:
     """(kind, closest) when Hydra would refuse ``arg`` on a config with ``keys``; None when it fits."""
     prefix, key = _key(arg)
-    if prefix == "++":
+    if prefix == "++" or (key in keys) != (prefix == "+"):  # '+' adds a new key, the others need one
         return None
-    present = key in keys
-    if prefix == "+":
-        return ("key_exists", None) if present else None
-    if present:
-        return None
-    return "unknown_key", _closest_key(key, keys)
+    return ("key_exists", None) if prefix == "+" else ("unknown_key", _closest_key(key, keys))
 
 
 def _closest_key(key: str, keys: set[str]) -> str | None:
-    leaf = key.rsplit(".", 1)[-1]
-    same_leaf = [k for k in keys if k.rsplit(".", 1)[-1] == leaf]
-    pool = same_leaf + difflib.get_close_matches(key, list(keys), n=3, cutoff=0.6)
-    return max(pool, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio()) if pool else None
+    from console.plan.overrides import did_you_mean  # Hydra loads only when a config is checked
+
+    return did_you_mean(key, list(keys))
 
 
 def resolve_step(
@@ -295,37 +266,26 @@ def resolve_step(
     where_label: str | None = None,
 ) -> list[Drift]:
     """Drift findings for one step: its files, then its overrides against the config it loads."""
-    found: list[Drift] = []
-    where = where_label or source.label
-    for rel in step_paths(step):
-        if not source.has_path(role, rel):
-            found.append(
-                Drift(
-                    step.name,
-                    "missing_path",
-                    rel,
-                    "catalog",
-                    f"the {role} {where}",
-                    closest(rel, source.candidates(role, rel)),
-                    source.label,
-                )
-            )
+    where = f"the {role} {where_label or source.label}"
+
+    def missing(rel: str) -> Drift:
+        return Drift(
+            step.name,
+            "missing_path",
+            rel,
+            "catalog",
+            where,
+            closest(rel, source.candidates(role, rel)),
+            source.label,
+        )
+
+    found = [missing(rel) for rel in step_paths(step) if not source.has_path(role, rel)]
     if not config:
         return found
     keys = source.config_keys(role, config)
     if keys is None:
         if not any(d.item == config for d in found):
-            found.append(
-                Drift(
-                    step.name,
-                    "missing_path",
-                    config,
-                    "catalog",
-                    f"the {role} {where}",
-                    closest(config, source.candidates(role, config)),
-                    source.label,
-                )
-            )
+            found.append(missing(config))
         return found
     script = next((a for a in step.argv if a.endswith(".sh")), None)
     added, plain = source.wrapper_keys(role, script) if script else (set(), [])

@@ -19,9 +19,10 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from console.fileio import read_json
 
 FALLBACK_ERRNOS = frozenset({errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOLCK})
 _flock = fcntl.flock  # the OS boundary (tests inject an errno here)
@@ -46,10 +47,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def read_owner(excl: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(excl.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = read_json(excl)
     return data if isinstance(data, dict) else None
 
 
@@ -208,12 +206,6 @@ def is_locked(path: Path) -> bool:
     return got is False
 
 
-@contextlib.contextmanager
-def exclusive(path: Path, expiry_s: float = 30.0) -> Iterator[LockFile]:
-    """Hold the lock on ``path`` for the ``with`` block (blocks until it is free)."""
-    lock = LockFile(path, expiry_s=expiry_s)
-    lock.acquire()
-    try:
-        yield lock
-    finally:
-        lock.release()
+def exclusive(path: Path, expiry_s: float = 30.0) -> LockFile:
+    """The lock on ``path``, for a ``with`` block that holds it (blocks until it is free)."""
+    return LockFile(path, expiry_s=expiry_s)

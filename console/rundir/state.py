@@ -1,4 +1,5 @@
-"""``state.json``: written atomically (tmp + fsync + rename) under ``fcntl.flock`` on ``.lock``.
+"""``state.json``: written atomically (tmp + fsync + rename) under an exclusive lock on ``.lock``
+(``flock``, or an O_EXCL lock file where the filesystem has none: console.rundir.lockfile).
 
 Readers never lock: rename makes every read see a whole file. Writers serialise through
 ``update_state`` so two consoles and the supervisor never lose each other's changes.
@@ -6,10 +7,9 @@ Readers never lock: rename makes every read see a whole file. Writers serialise 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +70,6 @@ def initial_state(
     }
 
 
-@contextlib.contextmanager
-def locked(run_dir: Path) -> Iterator[None]:
-    """Exclusive lock on ``run_dir/.lock`` (blocks until free): ``flock``, or an O_EXCL lock file
-    where the filesystem has no flock (console.rundir.lockfile)."""
-    with exclusive(run_dir / LOCK):
-        yield
-
-
 def read_state(run_dir: Path) -> State:
     """The current state (raises FileNotFoundError when the folder holds none)."""
     with open(run_dir / STATE, encoding="utf-8") as fh:
@@ -86,13 +78,13 @@ def read_state(run_dir: Path) -> State:
 
 
 def write_state(run_dir: Path, state: State) -> None:
-    with locked(run_dir):
+    with exclusive(run_dir / LOCK):
         write_json_atomic(run_dir / STATE, state)
 
 
 def update_state(run_dir: Path, change: Callable[[State], object]) -> State:
     """Read-modify-write under the lock; ``change`` edits the dict in place. Returns the new state."""
-    with locked(run_dir):
+    with exclusive(run_dir / LOCK):
         state = read_state(run_dir)
         change(state)
         write_json_atomic(run_dir / STATE, state)

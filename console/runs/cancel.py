@@ -1,9 +1,7 @@
-"""Cancel: SIGINT, then SIGTERM after a grace period, then SIGKILL, to every process of a run.
-
-The targets are each step's process group and every process of the run found by ``procs`` (also
-those that started their own session). A local Ray cluster the run started is stopped with
-``ray stop --force`` afterwards. When the run's supervisor is alive it performs the escalation itself
-(it must record the outcome); ``cancel_run`` asks it through ``state.json`` and waits.
+"""Cancel: SIGINT, then SIGTERM after a grace period, then SIGKILL, to every process of a run: each
+step's process group and every process ``procs`` finds (also those in a session of their own), then
+``ray stop --force`` for a local Ray cluster the run started. A live supervisor does the escalation
+itself (it records the outcome); ``cancel_run`` asks it through ``state.json`` and waits.
 """
 
 from __future__ import annotations
@@ -38,10 +36,8 @@ def _signal_all(pgids: set[int], procs: list[psutil.Process], sig: int) -> None:
 def terminate_tree(
     run_id: str, pgids: set[int], grace: float = 10.0, exclude: set[int] | frozenset[int] = frozenset()
 ) -> bool:
-    """Escalate SIGINT -> SIGTERM -> SIGKILL until no process of the run remains.
-
-    Returns True when the run's tree held a local Ray cluster (the caller then runs ``ray stop``).
-    """
+    """Escalate SIGINT -> SIGTERM -> SIGKILL until no process of the run remains; True when its tree
+    held a local Ray cluster (the caller then runs ``ray stop``)."""
     saw_ray = False
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         procs = run_processes(run_id, roots=pgids, exclude=exclude)
@@ -103,11 +99,9 @@ def stop_local_ray() -> bool:
 
 
 def running_groups(state: State, marker: str | None = None) -> set[int]:
-    """Process groups of steps still marked running (an ended step's id may belong to another process now).
-
-    With ``marker`` (``run_marker(run_dir)``) only groups that are still the run's: the leader has
-    the create time recorded in state.json, or a member carries the marker (PID reuse safe).
-    """
+    """Process groups of steps still marked running (an ended step's id may be another process's now);
+    with ``marker`` (``run_marker(run_dir)``) only those still the run's: the leader has the create
+    time recorded in state.json, or a member carries the marker (PID reuse safe)."""
     out = set()
     for s in state.get("steps", []):
         pgid = s.get("pgid")
@@ -126,10 +120,8 @@ def supervisor_alive(state: State, run_dir: Path) -> bool:
 
 
 def cancel_run(run_dir: Path, grace: float = 10.0) -> bool:
-    """Stop a run and its whole process tree. Returns False when the run had already ended.
-
-    Afterwards no process of the run remains and ``state.json`` says ``cancelled``.
-    """
+    """Stop a run and its whole process tree (after it, none remains and ``state.json`` says
+    ``cancelled``); False when the run had already ended."""
     run_dir = Path(run_dir)
     state = read_state(run_dir)
     if is_finished(state):

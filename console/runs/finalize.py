@@ -1,13 +1,6 @@
-"""The end of a step and of a run, recorded once inside the run folder.
-
-- ``collect_evidence``: when a step ends, the files it wrote outside the run folder (NeMo-RL's
-  ``metrics.json``, the TensorBoard event files of its ``tb_dir``) are copied to
-  ``evidence/NN-<step>/`` and the metrics to the run's own ``metrics.json``, so a later run in the
-  same checkout cannot change this run's record.
-- ``record_verdict``: the verdict computed once at the run's end: ``triage.json`` (the run's
-  triage JSON with the final verdict), ``report.json``/``report.md``; ``state.json`` keeps the
-  same verdict. ``report`` and the TUI read these files; ``report --recompute`` recomputes.
-- ``no_space_primary``: the triage primary of a run stopped by a full disk (class ``no_space``).
+"""The end of a step and of a run, recorded once inside the run folder: what a step wrote outside it
+(``collect_evidence``, so a later run in the same checkout cannot change this run's record) and the
+verdict (``record_verdict``: ``triage.json`` and the report, which ``report`` and the TUI read).
 """
 
 from __future__ import annotations
@@ -116,22 +109,32 @@ def collect_evidence(
     return copied
 
 
+def primary_finding(
+    class_id: str, verdict: str, evidence: str, rule: str, info: dict[str, Any], line: int = 0, **more: Any
+) -> dict[str, Any]:
+    """A primary finding no log rule made (a full disk, the job state): ``info`` has its class's
+    title, advice and remedy."""
+    return {
+        "class": class_id,
+        "verdict": verdict,
+        "line": line,
+        "evidence": evidence,
+        "advice": info.get("advice"),
+        "title": info.get("title"),
+        "remedy": dict(info.get("remedy") or {"env": {}, "overrides": [], "unset": []}),
+        "rule": rule,
+        **more,
+    }
+
+
 def no_space_primary(evidence: str) -> dict[str, Any]:
     from console.triage.rules import default_catalog
 
-    primary: dict[str, Any] = {
-        "class": "no_space",
-        "verdict": "Blocked",
-        "line": 0,
-        "evidence": evidence,
-        "rule": "supervisor:ENOSPC",
-    }
+    info: dict[str, Any] = {"advice": "Free disk space on the run folder's file system, then rerun."}
     with contextlib.suppress(Exception):
-        info = default_catalog().classes["no_space"]
-        primary.update(advice=info.advice, remedy=dict(info.remedy), title=info.title)
-    primary.setdefault("advice", "Free disk space on the run folder's file system, then rerun.")
-    primary.setdefault("remedy", {"env": {}, "overrides": [], "unset": []})
-    return primary
+        c = default_catalog().classes["no_space"]
+        info = {"advice": c.advice, "remedy": c.remedy, "title": c.title}
+    return primary_finding("no_space", "Blocked", evidence, "supervisor:ENOSPC", info)
 
 
 def record_verdict(

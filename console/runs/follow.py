@@ -8,7 +8,6 @@ killed console loses and repeats nothing), ``[<step> <status>...]`` when a step 
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -17,6 +16,7 @@ from typing import Any, TextIO
 
 from console import exitcodes
 from console.events import EventCursor
+from console.fileio import read_json
 from console.monitor.tailer import Tailer
 from console.rundir.model import State
 from console.rundir.state import STEP_TERMINAL, is_finished, read_state
@@ -38,11 +38,7 @@ def format_verdict(run_dir: Path, state: State) -> list[str]:
     verdict = state.get("verdict") or "Incomplete"
     lines = [f"Verdict: {verdict}"]
     if verdict in ("Fail", "Blocked"):
-        try:
-            triage = json.loads((run_dir / "triage.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            triage = {}
-        primary = triage.get("primary") or {}
+        primary = read_json(run_dir / "triage.json", {}).get("primary") or {}
         if primary.get("class"):
             lines.append(
                 f"Primary: {primary['class']} (line {primary.get('line')}): "
@@ -71,11 +67,10 @@ class Follower:
         self.done = False
 
     def _progress_lines(self, state: State) -> list[str]:
-        events = self.events.read()
         steps = state.get("steps", [])
         current = state.get("current_step") or 0
         running = steps[current]["name"] if 0 <= current < len(steps) else None
-        for ev in events:
+        for ev in self.events.read():
             if ev.type == "progress":
                 # a progress payload's "step" (training step) shares the JSON key with the plan step
                 number = ev.data.get("step", ev.step if isinstance(ev.step, int) else None)
@@ -110,21 +105,16 @@ class Follower:
                 continue
             if self.tailer is None:
                 self.tailer = Tailer(self.run_dir / step["log"], emit_partial=False)
-            ended = step["status"] in STEP_TERMINAL
             out += [f"{name} | {line.text}" for line in self.tailer.poll()]
-            if not ended:
+            if step["status"] not in STEP_TERMINAL:
                 break
-            while True:  # the step ended: its log is complete, drain it
-                more = self.tailer.poll()
-                if not more:
-                    break
+            while more := self.tailer.poll():  # the step ended: its log is complete, drain it
                 out += [f"{name} | {line.text}" for line in more]
             if self.tailer.pending_text:
                 out.append(f"{name} | {self.tailer.pending_text}")
             self.tailer.close()
             self.tailer = None
-            code = step.get("exit_code")
-            out.append(f"[{name} {step['status']} exit code {code}]")
+            out.append(f"[{name} {step['status']} exit code {step.get('exit_code')}]")
             self.index += 1
         if finished and self.index >= len(steps):
             if self.pending_progress:

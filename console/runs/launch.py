@@ -23,20 +23,14 @@ from console.spec import RunSpec
 SUPERVISOR_LOG = "supervisor.log"
 
 
-def _as_dict(plan: Any) -> dict[str, Any]:
-    d: dict[str, Any]
-    if not hasattr(plan, "to_dict"):
-        d = json.loads(json.dumps(dict(plan), default=str))
-        return d
-    try:
-        d = plan.to_dict(redact=False)  # real values: secrets travel in the supervisor's env only
-    except TypeError:
-        d = plan.to_dict()
-    return d
-
-
 def plan_to_dict(plan: Any) -> dict[str, Any]:
-    data = _as_dict(plan)
+    """A ``Plan`` (with its real values: secrets reach the supervisor over its stdin only) or a plan
+    dict, checked."""
+    data: dict[str, Any] = (
+        plan.to_dict(redact=False)
+        if hasattr(plan, "to_dict")
+        else json.loads(json.dumps(dict(plan), default=str))
+    )
     if not isinstance(data.get("steps"), list) or not data["steps"]:
         raise SpecError("the plan has no steps")
     names = [s.get("name") for s in data["steps"]]
@@ -49,12 +43,6 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
     return data
 
 
-def build_default_plan(spec: RunSpec) -> Any:
-    from console.plan import build_plan  # the plan builder lives in another part of the package
-
-    return build_plan(spec)
-
-
 def apply_remedy_unset(plan: dict[str, Any], spec: RunSpec) -> None:
     """A remedy's ``unset`` names reach every step (the plan builder may already have done it)."""
     unset = list((spec.extra.get("remedy") or {}).get("unset") or [])
@@ -63,17 +51,11 @@ def apply_remedy_unset(plan: dict[str, Any], spec: RunSpec) -> None:
         step["unset"] = have + [u for u in unset if u not in have]
 
 
-SECRETS_ENV = "RL_CONSOLE_SECRETS"  # no longer used to pass secrets (kept for callers that import it)
-
-
 def _secrets(plan: dict[str, Any], base_env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Values that plan.json shows masked; they reach the supervisor over its stdin pipe only.
-
-    ``{"env": {step: {KEY: value}}, "argv": {step: {index: [prefix, value]}}, "base_env": {KEY: value}}``
-    (the argv word is ``prefix + value``, e.g. ``wandb.api_key=`` + the key);
-    ``base_env`` holds the secret-named variables of the submitting environment, which the
-    supervisor's own environment never carries (``/proc/<pid>/environ`` stays clean).
-    """
+    """The values plan.json shows masked, for the supervisor's stdin only: ``{"env": {step: {KEY: value}},
+    "argv": {step: {index: [prefix, value]}}, "base_env": {KEY: value}}`` (the argv word is ``prefix +
+    value``; ``base_env``: the submitting environment's secret-named variables, which the supervisor's
+    own environment, ``/proc/<pid>/environ``, never carries)."""
     env: dict[str, dict[str, str]] = {}
     argv: dict[str, dict[str, list[str]]] = {}
     for step in plan["steps"]:
@@ -106,50 +88,57 @@ def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def supervisor_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The supervisor's environment: the caller's, without any secret-named variable."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if not is_secret_name(k)}
-    env.pop(SECRETS_ENV, None)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+def supervisor_env() -> dict[str, str]:
+    """The supervisor's environment: this one, without any secret-named variable."""
+    return {**{k: v for k, v in os.environ.items() if not is_secret_name(k)}, "PYTHONUNBUFFERED": "1"}
+
+
+def spawn_detached(
+    module: str, run_dir: Path, log: Path, env: dict[str, str], stdin: int = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """``python -m MODULE RUN_DIR`` in its own session, its output appended to ``log``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", module, str(run_dir)],
+            stdin=stdin,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env=env,
+        )
 
 
 def spawn_supervisor(run_dir: Path, secrets: dict[str, Any]) -> int:
     """Start ``python -m console.runs.supervisor RUN_DIR`` detached; the secrets go over its stdin
     (a pipe it reads to the end at start, then replaces with /dev/null). Returns its pid."""
-    with open(run_dir / SUPERVISOR_LOG, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "console.runs.supervisor", str(run_dir)],
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=supervisor_env(),
-            close_fds=True,
-        )
+    proc = spawn_detached(
+        "console.runs.supervisor", run_dir, run_dir / SUPERVISOR_LOG, supervisor_env(), subprocess.PIPE
+    )
     assert proc.stdin is not None
-    try:
+    with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(json.dumps(secrets).encode())
-    except BrokenPipeError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
     return proc.pid
 
 
 def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = None) -> Path:
-    """Create ``runs/<id>/`` (spec.json, plan.json, state.json, logs/) and start the detached supervisor.
+    """Create ``runs/<id>/`` (spec.json, plan.json, state.json, logs/) and start the detached
+    supervisor; returns the run folder as soon as the supervisor process exists."""
+    if plan is None:
+        from console.plan import build_plan  # the plan builder lives in another part of the package
 
-    Returns the run folder as soon as the supervisor process exists.
-    """
-    plan_dict = plan_to_dict(plan if plan is not None else build_default_plan(spec))
+        plan = build_plan(spec)
+    plan_dict = plan_to_dict(plan)
     apply_remedy_unset(plan_dict, spec)
     root = Path(runs_dir if runs_dir is not None else spec.runs_dir).expanduser().resolve()
     if root.exists() and not root.is_dir():
         raise SpecError(f"runs folder {root}: not a directory")
-    if spec.launcher == "slurm":
-        _check_slurm_input(spec, plan_dict)
+    if spec.launcher == "slurm":  # refuse bad Slurm options (``--nodes -3``) before a run folder exists
+        from console.runs.slurm.script import sbatch_resource_args
+
+        sbatch_resource_args(spec, plan_dict["steps"], "rlc-check")
     run_dir = create_run_dir(root, spec)  # reserved (empty) under its final name
     # the files are written in a hidden staging folder renamed over the reserved one at once: a
     # console killed mid-way never leaves a visible run folder without state.json
@@ -188,13 +177,6 @@ def start_run(spec: RunSpec, *, plan: Any = None, runs_dir: str | Path | None = 
         ),
     )
     return run_dir
-
-
-def _check_slurm_input(spec: RunSpec, plan_dict: dict[str, Any]) -> None:
-    """Refuse bad Slurm options (``--nodes -3``) before a run folder exists (SpecError, exit 2)."""
-    from console.runs.slurm.script import sbatch_resource_args
-
-    sbatch_resource_args(spec, plan_dict["steps"], "rlc-check")
 
 
 def _start_slurm(run_dir: Path, plan_dict: dict[str, Any], spec: RunSpec) -> Path:

@@ -1,8 +1,6 @@
 """The supervisor's monitoring pipeline: tail each step's log, feed the progress parser and the
-triage engine, sample GPUs and the host, and publish everything to ``events.jsonl``.
-
-Every part is fenced: an exception inside the tailer, a parser, the triage engine or a sampler
-disables that part (noted once in supervisor.log) and never reaches the run.
+triage engine, sample GPUs and the host, publish everything to ``events.jsonl``. Every part is
+fenced: an exception inside one disables that part (noted once in supervisor.log), never the run.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from console.monitor.progress import make_parser
 from console.monitor.sampler import ResourceSampler
 from console.monitor.tailer import Tailer
 from console.rundir.model import State
+from console.rundir.state import read_state
 from console.runs.sampling import SamplerThread
 from console.triage.engine import TriageEngine
 from console.triage.fastscan import GatedFeed
@@ -93,13 +92,10 @@ class StepMonitor:
         # training steps must show progress (banners, results); other steps just any log line
         self.progress_only = progress_only
         self.stall = StallDetector(hang_after_s)
-        self.tailer: Any = None
-        self.parser: Any = None
-        self.engine: Any = None
         self.fence = {k: _Fenced(f"{k} ({name})") for k in ("tail", "parser", "triage")}
-        self.tailer = self.fence["tail"].call(lambda: Tailer(log, emit_partial=False))
-        self.parser = self.fence["parser"].call(make_parser, framework)
-        self.engine = self.fence["triage"].call(TriageEngine, framework)
+        self.tailer: Any = self.fence["tail"].call(lambda: Tailer(log, emit_partial=False))
+        self.parser: Any = self.fence["parser"].call(make_parser, framework)
+        self.engine: Any = self.fence["triage"].call(TriageEngine, framework)
         # lines that cannot change the engine skip it (console/triage/fastscan.py): same findings, less CPU
         self.triage = self.fence["triage"].call(GatedFeed, self.engine) if self.engine is not None else None
 
@@ -110,22 +106,25 @@ class StepMonitor:
         if lines and not self.progress_only:
             self.stall.activity()
         for line in lines:
-            loud = line.lineno > self.quiet_through
-            if self.parser is not None:
-                for ev in self.fence["parser"].call(self.parser.feed, line.text) or []:
-                    ev.step = self.name
-                    if loud:
-                        self.bus.publish(ev)
-                    if ev.type in self.stall.PROGRESS_TYPES:
-                        self.stall.activity()
-            if self.triage is not None:
-                for finding in self.fence["triage"].call(self.triage.feed, line.lineno, line.text) or []:
-                    data = dict(finding)
-                    data.setdefault("line", line.lineno)
-                    if loud:
-                        self.bus.publish(Event("finding", self.name, data))
+            self._feed(line.lineno, line.text, loud=line.lineno > self.quiet_through)
         self._check_stall()
         return len(lines)
+
+    def _feed(self, lineno: int, text: str, loud: bool) -> None:
+        """One line through the parser and the triage engine; ``loud``: publish what they said."""
+        if self.parser is not None:
+            for ev in self.fence["parser"].call(self.parser.feed, text) or []:
+                ev.step = self.name
+                if loud:
+                    self.bus.publish(ev)
+                if ev.type in self.stall.PROGRESS_TYPES:
+                    self.stall.activity()
+        if self.triage is not None:
+            for finding in self.fence["triage"].call(self.triage.feed, lineno, text) or []:
+                data = dict(finding)
+                data.setdefault("line", lineno)
+                if loud:
+                    self.bus.publish(Event("finding", self.name, data))
 
     def _check_stall(self) -> None:
         hang = self.stall.check()
@@ -145,17 +144,8 @@ class StepMonitor:
                 break
         tail = self.fence["tail"].call(lambda: self.tailer.pending_text) if self.tailer else None
         if tail:  # an unterminated last line is a line too, once the step has ended
-            lineno = self.tailer.lineno + 1
-            if self.parser is not None:
-                for ev in self.fence["parser"].call(self.parser.feed, tail) or []:
-                    ev.step = self.name
-                    self.bus.publish(ev)
-            if self.triage is not None:
-                for finding in self.fence["triage"].call(self.triage.feed, lineno, tail) or []:
-                    self.bus.publish(Event("finding", self.name, {"line": lineno, **dict(finding)}))
-        result = None
-        if self.engine is not None:
-            result = self.fence["triage"].call(self.engine.result, exit_code)
+            self._feed(self.tailer.lineno + 1, tail, loud=True)
+        result = self.fence["triage"].call(self.engine.result, exit_code) if self.engine is not None else None
         if self.tailer is not None:
             self.fence["tail"].call(self.tailer.close)
         return result
@@ -180,14 +170,13 @@ class Pipeline:
         self.bus = bus
         self.step: StepMonitor | None = None
         self.step_results: dict[str, dict[str, Any]] = {}
-        self._sampler: Any = None
         self._sampler_fence = _Fenced("resource sampler")
         self._sampler_fence.dead = not local_resources  # closed: this machine is not sampled at all
         self.step_pid: int | None = None
         plan = plan if plan is not None else _read_json(run_dir / "plan.json")
         self.hang_after_s = hang_timeout(plan.get("spec") or _read_json(run_dir / "spec.json"))
         self._kinds = {str(s.get("name")): str(s.get("kind") or "train") for s in plan.get("steps") or []}
-        self._sampler = self._sampler_fence.call(
+        self._sampler: Any = self._sampler_fence.call(
             lambda: ResourceSampler(
                 gpu=GpuSampler(run_pids_fn=self._step_pids),
                 host=HostSampler(paths=default_disk_paths(run_dir)),
@@ -245,6 +234,12 @@ class Pipeline:
 
 
 # ---- the verdict, shared by the local supervisor and the Slurm follower ----------------------------
+def step_reason(result: dict[str, Any] | None) -> str | None:
+    """A failed step's reason: its triage primary's class and evidence (None without one)."""
+    primary = (result or {}).get("primary") or {}
+    return f"{primary['class']}: {str(primary.get('evidence', ''))[:200]}" if primary.get("class") else None
+
+
 def final_triage(run_dir: Path, step_results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The run's triage JSON (``triage.json``): the verdict engine over the run folder; when that
     fails, the first failing step's own triage (else the last step's)."""
@@ -265,8 +260,6 @@ def run_outcome(
 ) -> tuple[str, dict[str, Any] | None]:
     """(verdict, triage JSON) of a run whose steps have all ended: what the local supervisor
     decides, and what the Slurm follower decides before it adds what only the job state knows."""
-    from console.rundir.state import read_state
-
     triage = final_triage(run_dir, step_results)
     return decide_verdict(read_state(run_dir), steps, triage), triage
 
@@ -278,6 +271,6 @@ def decide_verdict(state: State, steps: list[dict[str, Any]], triage: dict[str, 
         for s, plan_step in zip(state["steps"], steps, strict=False)
     )
     tri = (triage or {}).get("verdict")
-    if tri == "Fail" or tri == "Blocked":
-        return "Fail" if tri == "Fail" else "Blocked"
+    if tri in ("Fail", "Blocked"):
+        return str(tri)
     return "Pass" if stopping_ok else "Fail"

@@ -1,10 +1,9 @@
 """Runs whose supervisor vanished (OOM-killed, SIGKILLed, node rebooted): settle them from the run folder.
 
-Every reader of a run (``ls``, ``show``, ``attach``, ``report``, the TUI) goes through
-``current_state``, so all of them see the same thing: once the supervisor is gone (checked by pid,
-create time and its command line: PID reuse safe) and no process of the run remains, the run ends
-``Incomplete`` with ``error: "supervisor lost"``, its steps' exit codes taken from their ``.exit``
-files, their evidence copied and ``triage.json`` written, once.
+Every reader of a run goes through ``current_state``: once the supervisor is gone (pid, create time
+and command line: PID reuse safe) and no process of the run remains, the run ends ``Incomplete``
+(``error: "supervisor lost"``) with its steps' exit codes from their ``.exit`` files, their
+evidence copied and ``triage.json`` written, once.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ RECHECK_S = 3.0  # a lost run whose step still runs is scanned for again after t
 _STILL_RUNNING: dict[str, float] = {}
 
 
-def supervisor_lost(state: State, run_dir: Path | None = None) -> bool:
+def supervisor_lost(state: State, run_dir: Path) -> bool:
     """True when the run is not finished and its supervisor is gone: the recorded one is no longer
     the same process, or none was recorded ``START_GRACE_S`` after the run was created (the console
     that launched it died first)."""
@@ -33,18 +32,12 @@ def supervisor_lost(state: State, run_dir: Path | None = None) -> bool:
         return False
     if not state.get("supervisor_pid"):
         return time.time() - float(state.get("created") or 0) > START_GRACE_S
-    if run_dir is None:
-        from console.monitor.procs import same_process
-
-        return not same_process(state.get("supervisor_pid"), state.get("supervisor_create_time"))
     return not supervisor_alive(state, Path(run_dir))
 
 
 def settle_lost_run(run_dir: Path) -> bool:
-    """Record exit codes from the ``.exit`` files and end the run as Incomplete once nothing of it runs.
-
-    Returns True when the state was settled.
-    """
+    """Record exit codes from the ``.exit`` files and end the run Incomplete once nothing of it runs;
+    True when the state was settled."""
     run_dir = Path(run_dir)
     state = read_state(run_dir)
     if not supervisor_lost(state, run_dir):

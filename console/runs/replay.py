@@ -1,9 +1,8 @@
 """Replay a recorded log as a live run: ``rl-console replay LOG [--speed X]``.
 
-``start_replay`` creates a one-step run whose step is this module's emitter:
-``python -m console.runs.replay LOG [--speed X]`` writes the log's lines to stdout at their original
-pace: the gaps between leading timestamps when the lines carry them, a steady rate otherwise. The
-console follows that run like any other (progress, metrics, triage, verdict).
+``start_replay`` creates a one-step run whose step, ``python -m console.runs.replay LOG``, writes
+the log's lines at their original pace (the gaps between leading timestamps, else a steady rate);
+the console follows it like any other run.
 """
 
 from __future__ import annotations
@@ -63,15 +62,9 @@ def pacing(lines: list[bytes], speed: float) -> list[float]:
     delays: list[float] = []
     prev: float | None = None
     for t in times:
-        if t is None or prev is None:
-            delays.append(0.0 if prev is None and not delays else 0.0)
-        else:
-            gap = t - prev
-            if gap < 0:  # clock-of-day wrapped past midnight, or out-of-order lines
-                gap = 0.0
-            delays.append(min(gap, MAX_GAP_S) / speed)
-        if t is not None:
-            prev = t
+        # a negative gap: the clock of day wrapped past midnight, or out-of-order lines
+        delays.append(0.0 if t is None or prev is None else min(max(t - prev, 0.0), MAX_GAP_S) / speed)
+        prev = t if t is not None else prev
     return delays
 
 

@@ -16,29 +16,23 @@ from console.spec import RunSpec
 
 def apply_remedy(spec: RunSpec, remedy: dict[str, Any], linked_from: str) -> RunSpec:
     """Env set and unset, overrides appended; ``extra["linked_from"]`` and ``extra["remedy"]`` recorded."""
-    env = {k: v for k, v in spec.env.items()}
-    for key, value in (remedy.get("env") or {}).items():
-        env[str(key)] = str(value)
     unset = [str(u) for u in remedy.get("unset") or []]
-    for key in unset:
-        env.pop(key, None)
+    env = {**spec.env, **{str(k): str(v) for k, v in (remedy.get("env") or {}).items()}}
     # spec.json holds secrets masked: take the real value from this environment, or drop it
-    for key, value in list(env.items()):
-        if value == MASK:
-            if key in os.environ:
-                env[key] = os.environ[key]
-            else:
-                env.pop(key)
-    overrides = list(spec.overrides)
-    overrides += [str(o) for o in remedy.get("overrides") or [] if str(o) not in overrides]
-    extra = dict(spec.extra)
-    extra["linked_from"] = linked_from
-    extra["remedy"] = {
+    env = {
+        k: os.environ[k] if v == MASK else v
+        for k, v in env.items()
+        if k not in unset and (v != MASK or k in os.environ)
+    }
+    wanted = [str(o) for o in remedy.get("overrides") or []]
+    overrides = list(spec.overrides) + [o for o in wanted if o not in spec.overrides]
+    recorded = {
         "class": remedy.get("class"),
         "env": dict(remedy.get("env") or {}),
         "unset": unset,
-        "overrides": [str(o) for o in remedy.get("overrides") or []],
+        "overrides": wanted,
     }
+    extra = {**spec.extra, "linked_from": linked_from, "remedy": recorded}
     return replace(
         spec,
         levels=list(spec.levels),

@@ -1,11 +1,9 @@
-"""Resource samples taken on their own thread: NVML, disk and host for the supervisor
-(``console.monitor.sampler.ResourceSampler``), the job's nodes for the Slurm follower
-(``console.runs.slurm.gpu.NodeSampler``). One class, any sampler with ``sample_once()``.
+"""Resource samples on their own thread, for any sampler with ``sample_once()``: the supervisor's
+(``console.monitor.sampler.ResourceSampler``) and the Slurm follower's (``slurm.gpu.NodeSampler``).
 
-A hung NFS ``statvfs`` or NVML call blocks only this thread: the supervisor's loop (cancel, step end,
-log tailing) never waits for a sample. Samples are handed over through a queue and published by the
-supervisor's own thread (the event file has one writer). A sample that takes longer than
-``stall_after_s`` is reported once in supervisor.log; later samples wait until it returns.
+A hung NFS ``statvfs`` or NVML call blocks only this thread, never the supervisor's loop; samples
+reach it through a queue (the event file has one writer). A sample that takes longer than
+``stall_after_s`` is reported once in supervisor.log.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """Run one step and write its exit code next to its log, whoever is (or is not) watching.
 
-``python -m console.runs.stepwrap EXIT_FILE -- ARGV...``: stdin/stdout/stderr are inherited (the
-supervisor points them at ``/dev/null`` and the step's log). The wrapper survives SIGINT/SIGTERM sent
-to its process group (the step gets them too) so it can record how the step ended; the code is the
-step's exit status, or ``128 + signal`` when a signal ended it (shell convention).
+``python -m console.runs.stepwrap EXIT_FILE -- ARGV...``: stdin/stdout/stderr are inherited. The
+wrapper survives SIGINT/SIGTERM sent to its process group (the step gets them too) to record how the
+step ended: its exit status, or ``128 + signal`` (shell convention).
 
-The step's stdout+stderr pass through the wrapper on their way to the log (the wrapper's stdout):
-every known secret (values of secret-named variables in the step's environment, secret argv values)
-and every token-shaped value is replaced by ``***`` (``console.redact``). Output is written as it
-arrives (``\r`` redraws and partial lines too), holding back only a tail that could be the start of
-a secret. A full disk does not stop the step's output from being drained.
+The step's output passes through the wrapper to the log with every known secret (secret-named
+variables of its environment, secret argv values) and token-shaped value masked (``console.redact``),
+written as it arrives but for a tail that could start a secret. A full disk does not stop the draining.
 """
 
 from __future__ import annotations
@@ -92,15 +89,17 @@ class RedactingWriter:
             self._emit(self.buf[: cut + 1])
             self.buf = self.buf[cut + 1 :]
         if len(self.buf) > CHUNK:  # a giant line: write it in pieces, keeping a possible secret start
-            keep = self._safe_tail(self.buf)
-            self._emit(self.buf[: len(self.buf) - keep])
-            self.buf = self.buf[len(self.buf) - keep :]
+            self._emit_safe()
 
     def idle(self) -> None:
         if self.buf and time.monotonic() - self.last_data >= FLUSH_AFTER_S:
-            keep = self._safe_tail(self.buf)
-            self._emit(self.buf[: len(self.buf) - keep])
-            self.buf = self.buf[len(self.buf) - keep :]
+            self._emit_safe()
+
+    def _emit_safe(self) -> None:
+        """Write the pending bytes but a tail that could be the start of a secret."""
+        cut = len(self.buf) - self._safe_tail(self.buf)
+        self._emit(self.buf[:cut])
+        self.buf = self.buf[cut:]
 
     def close(self) -> None:
         self._emit(self.buf)
@@ -148,12 +147,7 @@ def _pump(child: subprocess.Popen[bytes], rfd: int, writer: RedactingWriter) -> 
         else:
             writer.feed(data)
     if code is None:
-        while True:
-            try:
-                code = exit_status(child.wait())
-                break
-            except InterruptedError:
-                continue
+        code = exit_status(child.wait())  # a signal does not interrupt it (PEP 475: retried)
     writer.close()
     return code
 

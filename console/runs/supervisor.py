@@ -1,15 +1,12 @@
 """The detached supervisor of one run: ``python -m console.runs.supervisor RUN_DIR``.
 
-Runs the plan's steps in order, each through ``console.runs.stepwrap`` in its own session with
-stdin from /dev/null and stdout+stderr to ``logs/NN-<step>.log``; records pids, exit codes and
-states in ``state.json``; publishes events; on a failure marks the remaining steps Skipped; on a
-cancel request escalates SIGINT -> SIGTERM -> SIGKILL over the whole tree; at the end decides the
-verdict (triage when decisive, else the step statuses) once, into ``state.json`` and
-``triage.json`` (``console.runs.finalize``).
+Runs the plan's steps in order, each through ``console.runs.stepwrap`` in its own session (stdin
+/dev/null, output to ``logs/NN-<step>.log``), records them in ``state.json`` and publishes events;
+after a failure the remaining steps are skipped; a cancel escalates SIGINT -> SIGTERM -> SIGKILL
+over the whole tree; at the end the verdict is decided once (``console.runs.finalize``).
 
-Secrets arrive over stdin (a JSON object the launcher writes and closes), never through the
-environment: ``/proc/<supervisor>/environ`` holds none. A full disk ends the run Blocked (class
-``no_space``): the supervisor holds a small reserve file that it frees to write the verdict.
+Secrets arrive over stdin, never through the environment (``/proc/<supervisor>/environ`` holds
+none). A full disk ends the run Blocked (``no_space``): a small reserve file is freed to write it.
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ from console.runs.finalize import (
     no_space_primary,
     record_verdict,
 )
-from console.runs.pipeline import Pipeline, decide_verdict, final_triage
+from console.runs.pipeline import Pipeline, decide_verdict, final_triage, step_reason
 from console.runs.stepwrap import exit_status, read_exit, write_exit
 
 TICK_S = 0.2
@@ -49,16 +46,13 @@ COMPACT_CHECK_S = 60.0
 COMPACT_ENV = "RL_CONSOLE_EVENTS_COMPACT_BYTES"  # events.jsonl size that triggers a compaction
 
 
-def read_secrets(stream: Any = None) -> dict[str, Any]:
+def read_secrets() -> dict[str, Any]:
     """The launcher's secrets from stdin (a pipe, read to its end), then stdin becomes /dev/null."""
-    stream = stream if stream is not None else sys.stdin
-    data: dict[str, Any] = {}
-    try:
-        if stream is not None and not stream.isatty():
-            raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-            data = json.loads(raw or "{}") if raw else {}
-    except (OSError, ValueError):
-        data = {}
+    data: Any = {}
+    with contextlib.suppress(OSError, ValueError):
+        if sys.stdin is not None and not sys.stdin.isatty():
+            raw = sys.stdin.buffer.read()
+            data = json.loads(raw) if raw else {}
     with contextlib.suppress(OSError):
         fd = os.open(os.devnull, os.O_RDONLY)
         os.dup2(fd, 0)
@@ -72,7 +66,6 @@ class Supervisor:
         self.plan: dict[str, Any] = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
         self.steps: list[dict[str, Any]] = self.plan["steps"]
         self.spec: dict[str, Any] = self.plan.get("spec") or {}
-        self.run_id = self.run_dir.name
         self.secrets: dict[str, Any] = secrets or {}
         self.no_space: str | None = None
         self.bus = EventBus(self.run_dir / "events.jsonl")
@@ -129,19 +122,12 @@ class Supervisor:
             nonlocal proc
             if state.get("cancel_requested") or self._signalled:
                 return
-            cwd = step.get("cwd") or None
+            argv = [sys.executable, "-m", "console.runs.stepwrap", str(exit_file), "--", *self._argv(step)]
             with open(log, "ab", buffering=0) as out:
                 try:
                     proc = subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "console.runs.stepwrap",
-                            str(exit_file),
-                            "--",
-                            *self._argv(step),
-                        ],
-                        cwd=cwd,
+                        argv,
+                        cwd=step.get("cwd") or None,
                         env=self._step_env(step),
                         stdin=subprocess.DEVNULL,
                         stdout=out,
@@ -225,10 +211,7 @@ class Supervisor:
         elif self.no_space is None and code != 0 and disk_nearly_full(self.run_dir):
             self.no_space = f"step {name} exited with code {code} and the run folder's disk is full"
         status = "cancelled" if self.cancelled else ("passed" if code == 0 else "failed")
-        reason = None
-        if status == "failed" and result and result.get("primary"):
-            reason = f"{result['primary'].get('class')}: {str(result['primary'].get('evidence', ''))[:200]}"
-
+        reason = step_reason(result) if status == "failed" else None
         if status == "failed" and self.no_space and not reason:
             reason = f"no_space: {self.no_space}"
 
@@ -256,10 +239,9 @@ class Supervisor:
                 grace = float(read_state(self.run_dir).get("cancel_grace") or 10.0)
             except (OSError, ValueError):
                 grace = 10.0
-        pgids = running_groups(read_state(self.run_dir), run_marker(self.run_dir))
-        self.saw_ray = (
-            terminate_tree(run_marker(self.run_dir), pgids, grace, exclude={os.getpid()}) or self.saw_ray
-        )
+        marker = run_marker(self.run_dir)
+        pgids = running_groups(read_state(self.run_dir), marker)
+        self.saw_ray = terminate_tree(marker, pgids, grace, exclude={os.getpid()}) or self.saw_ray
 
     # ------------------------------------------------------------------ the run
     def run(self) -> int:
@@ -299,10 +281,9 @@ class Supervisor:
         return self.finish()
 
     def _skip(self, index: int, step: dict[str, Any], reason: str) -> None:
-        def skip(state: State) -> None:
-            state["steps"][index].update({"status": "skipped", "reason": reason})
-
-        update_state(self.run_dir, skip)
+        update_state(
+            self.run_dir, lambda s: s["steps"][index].update({"status": "skipped", "reason": reason})
+        )
         self._publish("step_state", step["name"], status="skipped", exit_code=None, reason=reason)
 
     def finish(self) -> int:
@@ -316,7 +297,7 @@ class Supervisor:
             update_state(self.run_dir, _steps_cancelled)  # the verdict below sees the steps' end
         else:
             state = read_state(self.run_dir)
-            triage = self._triage()
+            triage = final_triage(self.run_dir, self.pipeline.step_results)  # as the Slurm follower does
             verdict = decide_verdict(state, self.steps, triage)
         try:
             record_verdict(self.run_dir, verdict, triage=triage)
@@ -365,9 +346,6 @@ class Supervisor:
             record_verdict(self.run_dir, "Blocked", primary=primary, reason="no_space")
         self._end_state("Blocked", error=f"no_space: {why}")
         return 0
-
-    def _triage(self) -> dict[str, Any] | None:
-        return final_triage(self.run_dir, self.pipeline.step_results)  # shared with the Slurm follower
 
 
 def _steps_cancelled(state: State) -> None:

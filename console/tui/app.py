@@ -160,7 +160,7 @@ class ConsoleApp(App[int]):
 
         self.push_screen(ReportScreen(run_dir))
 
-    def open_new_run(self) -> None:
+    def action_new_run(self) -> None:
         from console.tui.screens.newrun import NewRunScreen
 
         self.push_screen(NewRunScreen(self.runs_dir))
@@ -178,22 +178,21 @@ class ConsoleApp(App[int]):
             if path is not None:
                 self.open_triage([path])
 
-        self.push_screen(PathPrompt("Open a log file for triage", must_be_file=True), done)
+        self.push_screen(PathPrompt("Open a log file for triage"), done)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand(
-            "New run", "Choose levels, preview commands, preflight, launch", self.open_new_run
-        )
-        yield SystemCommand(
-            "Open log for triage",
-            "Browse a log file's findings next to its lines",
-            self.action_open_log_prompt,
-        )
-        yield SystemCommand(
-            "Cycle theme", "dark -> light -> high-contrast (remembered)", self.action_cycle_theme
-        )
-        yield SystemCommand("Help", "Key bindings of every screen", self.action_help)
+        for title, help_text, callback in (
+            ("New run", "Choose levels, preview commands, preflight, launch", self.action_new_run),
+            (
+                "Open log for triage",
+                "Browse a log file's findings next to its lines",
+                self.action_open_log_prompt,
+            ),
+            ("Cycle theme", "dark -> light -> high-contrast (remembered)", self.action_cycle_theme),
+            ("Help", "Key bindings of every screen", self.action_help),
+        ):
+            yield SystemCommand(title, help_text, callback)
         enabled = settings(load_config())
         for channel in CHANNELS:
             state = "on" if enabled[channel] else "off"

@@ -1,8 +1,6 @@
-"""The headless core as the console uses it: one place for every call into it.
-
-Each function imports the core module it calls when first called (plain imports, so the import
-checker sees every edge): the console starts without paying for Hydra, the triage catalog or NVML.
-"""
+"""The headless core as the console uses it: one place for every call into it. Each function imports
+its core module when first called (plain imports, so the import checker sees every edge): the console
+starts without paying for Hydra, the triage catalog or NVML."""
 
 from __future__ import annotations
 
@@ -17,9 +15,10 @@ from console.errors import ConsoleError
 if TYPE_CHECKING:
     from console.catalog import FrameworkCatalog
     from console.doctor.model import DoctorResult
+    from console.monitor.gpu import GpuSampler
+    from console.monitor.host import HostSampler
     from console.plan import LevelInfo, Plan
     from console.spec import RunSpec
-    from console.triage.model import TriageResult
 
 
 def build_plan(spec: RunSpec) -> Plan:
@@ -47,8 +46,6 @@ def validate_overrides(overrides: list[str], repo: str | None = None) -> list[st
 
 
 def framework_catalog(framework: str) -> FrameworkCatalog:
-    """The framework's catalog: ``.levels`` (with ``requires_variant``) and ``.variants`` (name, levels,
-    title, mode, proves, args, needs_model)."""
     from console.catalog import load_framework
 
     return load_framework(framework)
@@ -100,12 +97,6 @@ def rerun_with_remedy(run_dir: Path, remedy: dict[str, Any]) -> Path:
     from console.runs.rerun import rerun_with_remedy
 
     return Path(rerun_with_remedy(run_dir, remedy))
-
-
-def triage_files(paths: list[Path]) -> TriageResult:
-    from console.triage.scan import triage_files
-
-    return triage_files(paths)
 
 
 def triage_in_subprocess(paths: list[Path], stop: Callable[[], bool]) -> dict[str, Any] | None:
@@ -160,20 +151,13 @@ def render_report(run_dir: Path) -> str:
     return render_markdown(run_dir)
 
 
-def host_sampler(run_dir: Path) -> Any:
+def host_sampler(run_dir: Path) -> HostSampler:
     from console.monitor.host import HostSampler, default_disk_paths
 
     return HostSampler(default_disk_paths(run_dir))
 
 
-def gpu_sampler() -> Any:
+def gpu_sampler() -> GpuSampler:
     from console.monitor.gpu import GpuSampler
 
     return GpuSampler()
-
-
-def as_data(sample: Any) -> dict[str, Any]:
-    """A sampler's snapshot as the event payload dict (``to_event_data``), or the dict itself."""
-    if hasattr(sample, "to_event_data"):
-        return dict(sample.to_event_data())
-    return dict(sample) if isinstance(sample, dict) else {}

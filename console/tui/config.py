@@ -26,8 +26,5 @@ def load_config() -> dict[str, Any]:
 
 def save_config(**updates: Any) -> None:
     """Merge ``updates`` into the file (atomic replace); failures are silent: settings are a nicety."""
-    path = config_path()
-    data = load_config()
-    data.update(updates)
     with contextlib.suppress(OSError):
-        write_json_atomic(path, data, fsync=False)
+        write_json_atomic(config_path(), load_config() | updates, fsync=False)

@@ -22,14 +22,10 @@ def _run_app(
 def cmd_tui(args: argparse.Namespace) -> int:
     """``rl-console [tui] [--runs-dir D] [--open RUN] [--log FILE]``: the console. Quitting never stops runs."""
     runs_dir = runs_dir_from(getattr(args, "runs_dir", None)).resolve()
-    run_dir = None
-    log = None
-    if getattr(args, "open_run", None):
-        run_dir = RunStore(runs_dir).resolve(args.open_run)
-    if getattr(args, "log", None):
-        log = Path(args.log).expanduser()
-        if not log.is_file():
-            raise SpecError(f"--log {args.log}: no such file")
+    run_dir = RunStore(runs_dir).resolve(args.open_run) if getattr(args, "open_run", None) else None
+    log = Path(args.log).expanduser() if getattr(args, "log", None) else None
+    if log is not None and not log.is_file():
+        raise SpecError(f"--log {args.log}: no such file")
     return _run_app(runs_dir, run_dir=run_dir, log=log, theme=getattr(args, "theme", None))
 
 

@@ -1,18 +1,11 @@
 """A lazy line index over a whole log file, so any line of a multi-GB log is one ``os.pread`` away.
 
-The index keeps *checkpoints* (line number, byte offset of that line's start): one every
-``STRIDE`` lines, plus the start of every line that follows a long gap (over ``GAP`` bytes), so
-reaching any line reads at most ``STRIDE`` ordinary lines and never skips a giant one. That is
-~16 bytes per 64 lines: a 5 GB log of 100-byte lines needs ~13 MB, not the 400 MB a full offset
-table would.
-
-``scan()`` indexes forward in bounded chunks (call it from a worker until it returns False);
-lines already indexed are readable at once. Past the end of the first scan the file is followed
-with the monitor's ``Tailer`` (its truncation and rotation detection): a truncated or rotated
-file is indexed again from its start (``generation`` counts those resets).
-
-Lines are read with ``os.pread`` (no shared file position between threads), cut at ``max_line``
-bytes, cleaned with ``clean_line`` and kept in an LRU cache of ``cache_lines`` lines.
+Checkpoints (line number, byte offset of its start) every ``STRIDE`` lines and after every gap over
+``GAP`` bytes, so reaching a line reads at most ``STRIDE`` ordinary lines: ~13 MB for a 5 GB log of
+100-byte lines, not the 400 MB of a full offset table. ``scan()`` indexes forward in bounded chunks
+(from a worker, until it returns False); then the monitor's ``Tailer`` follows the file, and a
+truncated or rotated one is indexed again (``generation`` counts those). Lines are read with
+``os.pread`` (no shared file position), cut at ``max_line`` bytes, cleaned and LRU-cached.
 """
 
 from __future__ import annotations
@@ -25,6 +18,8 @@ from bisect import bisect_right
 from collections import OrderedDict
 from pathlib import Path
 
+import numpy as np
+
 from console.monitor.tailer import Tailer
 from console.monitor.text import clean_line
 
@@ -34,21 +29,11 @@ CHUNK = 16 << 20
 MAX_LINE = 4096
 CACHE_LINES = 20_000
 
-try:  # numpy (a dependency of tensorboard) finds newlines in C; the fallback is a find() loop
-    import numpy as _np
-except ImportError:  # pragma: no cover - exercised only without numpy
-    _np = None  # type: ignore[assignment]  # the module, or None where numpy is missing
-
 
 def _newlines(chunk: bytes) -> list[int]:
-    """Positions of every ``\\n`` in ``chunk``."""
-    if _np is not None:
-        return _np.flatnonzero(_np.frombuffer(chunk, dtype=_np.uint8) == 10).tolist()
-    out, find, pos = [], chunk.find, chunk.find(b"\n")
-    while pos >= 0:
-        out.append(pos)
-        pos = find(b"\n", pos + 1)
-    return out
+    """Positions of every ``\\n`` in ``chunk`` (found by numpy, in C)."""
+    positions: list[int] = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10).tolist()
+    return positions
 
 
 class LineIndex:
@@ -85,10 +70,6 @@ class LineIndex:
         """Lines readable now (complete lines, plus the unterminated last one once scanned)."""
         with self._lock:
             return self._lines + (1 if self._scan_done and self._tail_bytes() > 0 else 0)
-
-    @property
-    def size(self) -> int:
-        return max(0, self._size_at_open)
 
     @property
     def scan_done(self) -> bool:
@@ -152,19 +133,18 @@ class LineIndex:
     def _add_newlines(self, base: int, nls: list[int]) -> None:
         if not nls:
             return
-        if _np is not None and len(nls) > 4 * STRIDE:
+        if len(nls) > 4 * STRIDE:
             self._add_many(base, nls)
         else:
             self._add_line_starts([base + p + 1 for p in nls])
 
     def _add_many(self, base: int, nls: list[int]) -> None:
         """Vectorised :meth:`_add_line_starts` for big chunks with no long gap (same checkpoints)."""
-        assert _np is not None
-        starts = _np.asarray(nls, dtype=_np.int64) + (base + 1)
-        if int(starts[0]) - self._last_start > GAP or bool((_np.diff(starts) > GAP).any()):
+        starts = np.asarray(nls, dtype=np.int64) + (base + 1)
+        if int(starts[0]) - self._last_start > GAP or bool((np.diff(starts) > GAP).any()):
             self._add_line_starts(starts.tolist())
             return
-        numbers = _np.arange(self._lines + 1, self._lines + 1 + len(starts), dtype=_np.int64)
+        numbers = np.arange(self._lines + 1, self._lines + 1 + len(starts), dtype=np.int64)
         pick = ((numbers - int(self._cp_line[-1])) % STRIDE) == 0
         self._cp_line.extend(numbers[pick].tolist())
         self._cp_off.extend(starts[pick].tolist())
@@ -172,10 +152,8 @@ class LineIndex:
         self._last_start = int(starts[-1])
 
     def scan(self, budget: int | None = None) -> bool:
-        """Index more of the first scan (1 MB first, growing to ``CHUNK``); False once at the end.
-
-        The read and the newline search run outside the lock, so the UI reads lines meanwhile.
-        """
+        """Index more of the first scan (1 MB first, growing to ``CHUNK``); False once at the end. The read
+        and the newline search run outside the lock, so the UI reads lines meanwhile."""
         with self._lock:
             if self._scan_done or not self._open():
                 return False

@@ -1,9 +1,5 @@
-"""The live log view's reader: the monitor's ``Tailer`` opened at the tail of big files.
-
-On first open of a big file only its last ``initial_tail`` bytes are read, starting at a line
-boundary. Each poll reads at most ``max_bytes``; truncation and rotation are the Tailer's
-(counted in ``resets``); over-long lines are shown cut to ``max_line`` characters, once.
-"""
+"""The live log view's reader: the monitor's ``Tailer``, opened at the last ``initial_tail`` bytes of a
+big file (from a line boundary); an over-long line is shown once, cut to ``max_line`` characters."""
 
 from __future__ import annotations
 

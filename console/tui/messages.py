@@ -1,13 +1,10 @@
-"""Messages that workers post to the app (workers never touch widgets directly).
-
-What a worker posts is built fresh and never changed afterwards (tuples, read-only mappings, frozen
-dataclasses): the handler on the UI thread reads it while the worker goes on.
-"""
+"""Messages that workers post, built fresh and never changed afterwards (tuples, read-only mappings,
+frozen dataclasses): the handler on the UI thread reads one while the worker goes on."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,14 +13,18 @@ from textual.message import Message
 from console.tui.rundata import RunRow, RunSnapshot
 
 
-@dataclass
-class RunsListed(Message):
-    """The run store was scanned (replaceable: only the newest listing matters)."""
-
-    rows: tuple[RunRow, ...]
+class Replaceable(Message):
+    """Only the newest message of its kind matters: a newer one replaces it in the queue."""
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, RunsListed)
+        return isinstance(message, type(self))
+
+
+@dataclass
+class RunsListed(Replaceable):
+    """The run store was scanned."""
+
+    rows: tuple[RunRow, ...]
 
 
 @dataclass
@@ -37,25 +38,19 @@ class LogLines(Message):
 
 
 @dataclass
-class RunUpdated(Message):
-    """A fresh snapshot of the monitored run (replaceable)."""
+class RunUpdated(Replaceable):
+    """A fresh snapshot of the monitored run."""
 
     snapshot: RunSnapshot
 
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, RunUpdated)
-
 
 @dataclass
-class HostSampled(Message):
+class HostSampled(Replaceable):
     """Live host/GPU samples taken by the console itself when the run has none."""
 
     host: Mapping[str, Any]
     gpu: tuple[dict[str, Any], ...]
     gpu_reason: str  # why there are no GPU samples ("" when there are)
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, HostSampled)
 
 
 @dataclass
@@ -65,6 +60,14 @@ class TaskDone(Message):
     kind: str
     result: Any = None
     error: str | None = None
+
+
+def task_done(kind: str, task: Callable[[], Any]) -> TaskDone:
+    """``task()``'s result, or its error as one line, for a worker to post."""
+    try:
+        return TaskDone(kind, task())
+    except Exception as exc:  # noqa: BLE001 - one line to the user
+        return TaskDone(kind, error=str(exc))
 
 
 @dataclass

@@ -1,11 +1,6 @@
-"""Tell someone who is looking elsewhere that a run changed state.
-
-Three channels, each a setting in the console's config file (``notify_bell``, ``notify_tmux``,
-``notify_osc9``; all on by default): the terminal bell, a tmux ``display-message`` on the status
-line of the tmux client (when the console runs inside tmux), and an OSC 9 desktop notification
-(iTerm2, WezTerm, kitty, Windows Terminal, ...; tmux passes it on only with
-``allow-passthrough on``). Headless: no Textual here; the app hands in its terminal writer.
-"""
+"""Tell someone looking elsewhere that a run changed state: the terminal bell, a tmux
+``display-message`` (inside tmux) and an OSC 9 desktop notification (tmux passes it on only with
+``allow-passthrough on``), each a ``notify_<channel>`` setting, on by default. No Textual here."""
 
 from __future__ import annotations
 

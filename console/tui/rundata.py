@@ -1,15 +1,11 @@
-"""Read-only view of run folders for the console (no Textual here: testable and reusable).
-
-Everything follows the run folder contract of console/CONTRACTS.md: ``state.json``, ``plan.json``,
-``spec.json``, ``events.jsonl``, ``metrics.json``, ``triage.json`` and ``logs/``.
-"""
+"""Read-only view of run folders (the run folder contract of console/CONTRACTS.md); no Textual here."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -54,11 +50,8 @@ class RunRow:
     path: Path
     status: str = "?"
     verdict: str | None = None
-    framework: str = "?"
-    levels: list[int] = field(default_factory=list)
     step_index: int = 0
     step_count: int = 0
-    step_name: str = ""
     progress_step: int | None = None
     progress_total: int | None = None
     created: float = 0.0
@@ -81,19 +74,13 @@ class RunRow:
 
 def row_from(run_dir: Path, state: Mapping[str, Any]) -> RunRow:
     """The Home screen's line for a run, from its current state (see ``RunStore.states``)."""
-    spec = read_json(run_dir / "spec.json") or {}
-    steps = state.get("steps") or []
-    idx = int(state.get("current_step") or 0)
     row = RunRow(
         id=str(state.get("id") or run_dir.name),
         path=run_dir,
         status=str(state.get("status") or "?"),
         verdict=state.get("verdict"),
-        framework=str(spec.get("framework") or "?"),
-        levels=list(spec.get("levels") or []),
-        step_index=idx,
-        step_count=len(steps),
-        step_name=str(steps[idx].get("name", "")) if 0 <= idx < len(steps) else "",
+        step_index=int(state.get("current_step") or 0),
+        step_count=len(state.get("steps") or []),
         created=float(state.get("created") or 0.0),
         linked_from=state.get("linked_from"),
     )
@@ -123,11 +110,8 @@ def _frozen(data: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class RunSnapshot:
-    """What the Monitor screen shows at one tick.
-
-    ``RunModel.refresh`` builds a new one per tick in a worker thread from its own accumulators and
-    never touches it again: every container is a tuple or a read-only copy, so the UI thread can
-    iterate it while the worker reads on."""
+    """What the Monitor shows at one tick, built by ``RunModel.refresh`` in a worker and never changed:
+    every container is a tuple or a read-only copy, so the UI thread iterates it while the worker reads on."""
 
     run_dir: Path
     state: Mapping[str, Any]
@@ -177,10 +161,8 @@ def _current_step_name(state: Mapping[str, Any]) -> str | None:
 
 
 class RunModel:
-    """Incremental reader of one run folder: state, plan, events and metrics.json.
-
-    Its accumulators are its own (only the worker thread that calls ``refresh`` touches them);
-    ``refresh`` returns a new immutable ``RunSnapshot`` built from them."""
+    """Incremental reader of one run folder, owned by the one worker thread that calls ``refresh``:
+    each call returns a new immutable ``RunSnapshot`` of its accumulators."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -343,8 +325,8 @@ def human_bytes(n: float | int | None) -> str:
     if n is None:
         return "?"
     value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"

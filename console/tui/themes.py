@@ -3,29 +3,14 @@ wheel install has them too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from textual.theme import Theme
 
 from console.catalog import CatalogError, load_toml
 
-THEME_FIELDS = (
-    "primary",
-    "secondary",
-    "warning",
-    "error",
-    "success",
-    "accent",
-    "foreground",
-    "background",
-    "surface",
-    "panel",
-    "boost",
-    "dark",
-    "luminosity_spread",
-    "text_alpha",
-)
+THEME_FIELDS = {f.name for f in fields(Theme)} - {"name", "variables"}  # the colours a file may set
 DEFAULT_THEME = "dark"
 FALLBACK_THEMES = {"dark": "textual-dark", "light": "textual-light", "high-contrast": "textual-ansi"}
 

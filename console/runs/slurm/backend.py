@@ -1,11 +1,8 @@
 """The Slurm launcher backend: submit a plan, poll the job, cancel it, follow it to its verdict.
 
-``submit`` writes the script into ``<run_dir>/slurm/`` and calls ``sbatch``; ``follow`` (run detached
-by ``python -m console.runs.slurm.follow RUN_DIR``) runs the steps' logs through the local
-supervisor's pipeline (progress, metrics, findings, hang) and keeps ``state.json``, ``events.jsonl``
-and, at the end, ``triage.json`` up to date from the logs, the exit files the steps write and
-``squeue``/``scontrol``/``sacct``, until the job ends. The job id lives in ``state.json``
-(``slurm_job_id``), so any console can reattach later.
+``submit`` writes the script into ``<run_dir>/slurm/`` and calls ``sbatch``; ``follow`` (detached:
+``python -m console.runs.slurm.follow RUN_DIR``) keeps the run folder up to date until the job ends.
+The job id lives in ``state.json`` (``slurm_job_id``), so any console can reattach later.
 """
 
 from __future__ import annotations
@@ -14,11 +11,8 @@ import contextlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +21,14 @@ from console.fileio import read_json
 from console.rundir.lockfile import LockFile, is_locked
 from console.rundir.model import State, StepState
 from console.rundir.state import STATUS_BY_VERDICT, is_finished, read_state, update_state, write_json_atomic
-from console.runs.finalize import record_verdict
-from console.runs.pipeline import Pipeline, run_outcome
+from console.runs.finalize import primary_finding, record_verdict
+from console.runs.launch import spawn_detached
+from console.runs.pipeline import Pipeline, run_outcome, step_reason
 from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import NodeSampler
-from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, plan_dict, render, step_file_stem
+from console.runs.slurm.scheduler import JobRecord
+from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, render, step_file_stem
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
 
@@ -45,26 +41,13 @@ TICK_S = 0.5  # the running step's log is read this often between Slurm polls
 GIVE_UP_S = 600.0  # a follower stops after this long without an answer from Slurm
 
 
-@dataclass
-class JobStatus:
-    state: str  # Slurm base state (PENDING, RUNNING, COMPLETED, NODE_FAIL, ...) or UNKNOWN
-    reason: str | None = None
-    exit_code: int | None = None
-    nodes: list[str] = field(default_factory=list)
-    signal: int | None = None
-    source: str = "squeue"
-
-    @property
-    def phase(self) -> str:
-        return states.meaning(self.state).phase
-
-
 # ---- submit / poll / cancel -----------------------------------------------------------------
-def write_submission(run_dir: Path, sub: Submission) -> Path:
-    """Save the generated script (and the submission line) in ``<run_dir>/slurm/``."""
-    d = Path(run_dir) / SLURM_DIR
+def write_submission(run_dir: Path, sub: Submission) -> dict[str, Any]:
+    """Save the generated script, the submission line and ``submission.json`` (returned) in
+    ``<run_dir>/slurm/``."""
+    d = run_dir / SLURM_DIR
     d.mkdir(parents=True, exist_ok=True)
-    (Path(run_dir) / "logs").mkdir(exist_ok=True)
+    (run_dir / "logs").mkdir(exist_ok=True)
     script = d / sub.script_name
     script.write_text(sub.script_text, encoding="utf-8")
     script.chmod(0o755)
@@ -72,63 +55,49 @@ def write_submission(run_dir: Path, sub: Submission) -> Path:
         "#!/bin/bash\n# How rl-console submitted this run (secrets masked).\n" + sub.command_text() + "\n",
         encoding="utf-8",
     )
-    write_json_atomic(
-        d / "submission.json",
-        {
-            "mode": sub.mode,
-            "script": f"{SLURM_DIR}/{sub.script_name}",
-            "sbatch_args": sub.sbatch_args,
-            "cwd": sub.cwd,
-            "env": {k: v for k, v in sub.env.items()},
-            "warnings": sub.warnings,
-        },
-    )
-    return script
+    record = {
+        "mode": sub.mode,
+        "script": f"{SLURM_DIR}/{sub.script_name}",
+        "sbatch_args": sub.sbatch_args,
+        "cwd": sub.cwd,
+        "env": dict(sub.env),
+        "warnings": sub.warnings,
+    }
+    write_json_atomic(d / "submission.json", record)
+    return record
 
 
 def submit(run_dir: Path, plan: Any, spec: RunSpec) -> str:
     """Generate, save and ``sbatch`` the plan; return the job id. The caller stores it in state.json."""
     run_dir = Path(run_dir).resolve()
     sub = render(run_dir, plan, spec)
-    write_submission(run_dir, sub)
+    record = write_submission(run_dir, sub)
     job_id = scheduler.sbatch(sub.sbatch_args, env={**sub.env, **sub.secret_env}, cwd=sub.cwd or str(run_dir))
-    record = json.loads((run_dir / SLURM_DIR / "submission.json").read_text(encoding="utf-8"))
-    record.update(job_id=job_id, submitted=time.time())
-    write_json_atomic(run_dir / SLURM_DIR / "submission.json", record)
+    write_json_atomic(
+        run_dir / SLURM_DIR / "submission.json", {**record, "job_id": job_id, "submitted": time.time()}
+    )
     return job_id
 
 
-def poll(job_id: str) -> JobStatus:
+def poll(job_id: str) -> JobRecord:
     """The job's state: ``squeue`` first; ``scontrol show job`` for the exit code of a finished job;
     ``sacct`` when both have forgotten it (and accounting exists)."""
     rec = scheduler.squeue(job_id)
-    if rec is None or states.meaning(rec.state).phase == "done":
+    if rec is None or rec.phase == "done":
         detail = scheduler.scontrol_job(job_id)
         if detail is not None:
             if rec is not None and not detail.nodes:
                 detail.nodes = rec.nodes
             rec = detail
+    rec = rec or scheduler.sacct(job_id)
     if rec is None:
-        rec = scheduler.sacct(job_id)
-    if rec is None:
-        return JobStatus(
-            state="UNKNOWN",
+        return JobRecord(
+            job_id,
+            "UNKNOWN",
             reason="the job is no longer known to squeue/scontrol and accounting (sacct) is not available",
             source="none",
         )
-    return JobStatus(
-        state=rec.state,
-        reason=rec.reason,
-        exit_code=rec.exit_code,
-        nodes=rec.nodes or [],
-        signal=rec.signal,
-        source=rec.source,
-    )
-
-
-def cancel(job_id: str) -> None:
-    """``scancel`` the job (a finished job is not an error)."""
-    scheduler.scancel(str(job_id))
+    return rec
 
 
 def cancel_run(run_dir: Path) -> str | None:
@@ -136,72 +105,28 @@ def cancel_run(run_dir: Path) -> str | None:
     state = update_state(Path(run_dir), lambda s: s.update({"cancel_requested": True}))
     job_id = state.get("slurm_job_id")
     if job_id:
-        cancel(str(job_id))
+        scheduler.scancel(str(job_id))  # a finished job is not an error
     return job_id
 
 
 # ---- following -------------------------------------------------------------------------------
-def job_logs(run_dir: Path, job_id: str, mode: str) -> list[str]:
-    """Logs the job writes on the shared filesystem, relative to the run folder."""
-    logs = [f"logs/slurm-{job_id}.out"]
-    if mode == "ray.sub":
-        logs.append(f"{job_id}-logs/ray-driver.log")
-    return logs
-
-
-def scan_steps(run_dir: Path, steps: list[dict[str, Any]]) -> list[tuple[str, int | None, float | None]]:
-    """Per step, from the files the batch script writes: (status, exit_code, started)."""
-    out: list[tuple[str, int | None, float | None]] = []
-    for i, step in enumerate(steps, start=1):
-        stem = step_file_stem(i, step["name"])
-        log = run_dir / "logs" / f"{stem}.log"
-        code = read_exit(run_dir / "logs" / f"{stem}.exit")
-        started = None
-        with contextlib.suppress(OSError):
-            started = log.stat().st_mtime if code is not None else log.stat().st_ctime
-        if code is not None:
-            out.append(("passed" if code == 0 else "failed", code, started))
-        elif log.exists():
-            out.append(("running", None, started))
-        else:
-            out.append(("pending", None, None))
-    return out
-
-
 class JobRecorder:
     """Brings one Slurm run's state.json/events.jsonl/triage.json up to date; ``step()`` is one poll.
+    The steps' logs go through the local supervisor's pipeline and the verdict is the local one; the
+    job state only adds what the logs cannot know (NODE_FAIL, PREEMPTED, TIMEOUT, a PENDING reason
+    that never clears), per ``catalog/slurm.toml``."""
 
-    The steps' logs go through the local supervisor's pipeline (console.runs.pipeline: tailer,
-    progress parser, triage engine, hang detection) and the verdict is the local one
-    (``pipeline.run_outcome``); the job state only adds what the logs cannot know (NODE_FAIL,
-    PREEMPTED, TIMEOUT, a PENDING reason that never clears), per ``catalog/slurm.toml``.
-    """
-
-    def __init__(
-        self, run_dir: Path, poll_s: float = 2.0, now: Callable[[], float] = time.time, tick_s: float = TICK_S
-    ) -> None:
+    def __init__(self, run_dir: Path, poll_s: float = 2.0) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.poll_s = poll_s
-        self.tick_s = min(tick_s, poll_s)
-        self.now = now
-        pd = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
-        self.plan = plan_dict(pd)
+        self.tick_s = min(TICK_S, poll_s)
+        self.plan: dict[str, Any] = json.loads((self.run_dir / "plan.json").read_text(encoding="utf-8"))
         self.steps: list[dict[str, Any]] = self.plan.get("steps") or []
-        spec_path = self.run_dir / "spec.json"
-        self.spec = (
-            RunSpec.from_dict(json.loads(spec_path.read_text(encoding="utf-8")))
-            if spec_path.exists()
-            else RunSpec(launcher="slurm")
-        )
-        sub_path = self.run_dir / SLURM_DIR / "submission.json"
-        self.mode = (
-            json.loads(sub_path.read_text(encoding="utf-8")).get("mode", "srun")
-            if sub_path.exists()
-            else "srun"
-        )
+        spec = read_json(self.run_dir / "spec.json")
+        self.spec = RunSpec.from_dict(spec) if spec is not None else RunSpec(launcher="slurm")
+        self.mode = (read_json(self.run_dir / SLURM_DIR / "submission.json") or {}).get("mode", "srun")
         self.bus = EventBus(self.run_dir / "events.jsonl")
-        self.last_state: str | None = None
-        self.last_reason: str | None = None
+        self.last_job: tuple[str, str | None] | None = None  # the (state, reason) last recorded
         self.never_since: float | None = None
         self.scanned: list[tuple[str, int | None, float | None]] = [("pending", None, None)] * len(self.steps)
         self.out_offset = 0
@@ -235,6 +160,23 @@ class JobRecorder:
         stem = step_file_stem(i + 1, self.steps[i]["name"])
         return self.run_dir / "logs" / f"{stem}.log", self.run_dir / "logs" / f"{stem}.exit"
 
+    def _scan(self) -> list[tuple[str, int | None, float | None]]:
+        """Per step, from the files the batch script writes: (status, exit_code, started)."""
+        out: list[tuple[str, int | None, float | None]] = []
+        for i in range(len(self.steps)):
+            log, exit_file = self._step_files(i)
+            code = read_exit(exit_file)
+            started = None
+            with contextlib.suppress(OSError):
+                started = log.stat().st_mtime if code is not None else log.stat().st_ctime
+            if code is not None:
+                out.append(("passed" if code == 0 else "failed", code, started))
+            elif log.exists():
+                out.append(("running", None, started))
+            else:
+                out.append(("pending", None, None))
+        return out
+
     def feed(self, job_over: bool = False) -> None:
         """Feed new log lines of the running step; close each step whose exit file appeared (and,
         once the job is over, a step that will never write one); save how far that got."""
@@ -262,11 +204,8 @@ class JobRecorder:
             result = None
             with contextlib.suppress(Exception):
                 result = self.pipeline.end_step(code)
-            primary = (result or {}).get("primary") or {}
-            if code not in (0, None) and primary.get("class"):
-                self.step_reasons[self.feed_index] = (
-                    f"{primary.get('class')}: {str(primary.get('evidence', ''))[:200]}"
-                )
+            if code not in (0, None) and (reason := step_reason(result)):
+                self.step_reasons[self.feed_index] = reason
             self.feed_index += 1
 
     def _save_cursor(self) -> None:
@@ -293,14 +232,12 @@ class JobRecorder:
         self.out_offset += end + 1
         for raw in chunk[: end + 1].decode("utf-8", "replace").splitlines():
             if "[NRL_PHASE]" in raw:
-                self.bus.publish(
-                    Event("phase", None, {"name": raw.split("]", 3)[-1].strip(), "source": "ray.sub"})
-                )
+                self._say("phase", None, name=raw.split("]", 3)[-1].strip(), source="ray.sub")
             elif "slurmstepd" in raw and "***" in raw:
                 self.scheduler_message = raw.split("***")[1].strip() if raw.count("***") >= 2 else raw.strip()
 
     def _update_steps(self) -> None:
-        scanned = scan_steps(self.run_dir, self.steps)
+        scanned = self._scan()
         changed = [
             i for i, (new, old) in enumerate(zip(scanned, self.scanned, strict=True)) if new[0] != old[0]
         ]
@@ -316,7 +253,7 @@ class JobRecorder:
                 if started and not st.get("started"):
                     st["started"] = started
                 if status in ("passed", "failed"):
-                    st["ended"] = st.get("ended") or self.now()
+                    st["ended"] = st.get("ended") or time.time()
                 if status == "failed" and self.step_reasons.get(i):
                     st["reason"] = self.step_reasons[i]
                 if status == "running":
@@ -326,20 +263,21 @@ class JobRecorder:
         for i in changed:
             status, code, _ = scanned[i]
             reason = self.step_reasons.get(i) if status == "failed" else None
-            self.bus.publish(
-                Event(
-                    "step_state",
-                    self.steps[i]["name"],
-                    {"status": status, "exit_code": code, "reason": reason},
-                )
-            )
+            self._say("step_state", self.steps[i]["name"], status=status, exit_code=code, reason=reason)
 
-    def _set_job(self, status: JobStatus) -> None:
-        if status.state == self.last_state and status.reason == self.last_reason:
+    def _say(self, type_: str, step: str | None, **data: Any) -> None:
+        self.bus.publish(Event(type_, step, data))
+
+    def _set_job(self, status: JobRecord) -> None:
+        if (status.state, status.reason) == self.last_job:
             return
-        self.last_state, self.last_reason = status.state, status.reason
+        self.last_job = (status.state, status.reason)
         phase = status.phase
-        job_logs_rel = job_logs(self.run_dir, self.job_id, self.mode)
+        job_id = self.job_id
+        # the logs the job writes on the shared filesystem, relative to the run folder
+        job_logs = [f"logs/slurm-{job_id}.out"] + (
+            [f"{job_id}-logs/ray-driver.log"] if self.mode == "ray.sub" else []
+        )
 
         def change(s: State) -> None:
             s.update(
@@ -347,39 +285,36 @@ class JobRecorder:
                     "slurm_state": status.state,
                     "slurm_reason": status.reason,
                     "slurm_nodes": status.nodes,
-                    "slurm_logs": job_logs_rel,
+                    "slurm_logs": job_logs,
                 }
             )
             if phase == "active" and s.get("status") == "pending":
                 s["status"] = "running"
-                s["started"] = s.get("started") or self.now()
+                s["started"] = s.get("started") or time.time()
 
         update_state(self.run_dir, change)
         text = f"slurm {status.state}" + (f" ({status.reason})" if status.reason else "")
-        self.bus.publish(
-            Event(
-                "phase",
-                None,
-                {
-                    "name": text,
-                    "slurm_state": status.state,
-                    "reason": status.reason,
-                    "nodes": status.nodes,
-                    "source": "slurm",
-                },
-            )
+        self._say(
+            "phase",
+            None,
+            name=text,
+            slurm_state=status.state,
+            reason=status.reason,
+            nodes=status.nodes,
+            source="slurm",
         )
 
     # ---- the end -------------------------------------------------------------------------
-    def job_decision(self, status: JobStatus) -> tuple[str | None, str | None, str | None]:
+    def job_decision(self, status: JobRecord) -> tuple[str | None, str | None, str | None]:
         """What the job state alone says: (verdict or None when the steps decide, reason, class)."""
         m = states.meaning(status.state)
         reason = self.scheduler_message or status.reason
+        asked = read_state(self.run_dir).get("cancel_requested")
         if status.state == "UNKNOWN":
             # forgotten by the scheduler and no accounting: the exit files are the evidence,
             # unless rl-console asked for the cancel (a loaded controller may forget the job
             # before the follower ever saw it CANCELLED)
-            if read_state(self.run_dir).get("cancel_requested"):
+            if asked:
                 return "Cancelled", "cancelled from rl-console", None
             if all(s[0] in ("passed", "failed") for s in self.scanned):
                 return None, None, None
@@ -389,20 +324,18 @@ class JobRecorder:
         if m.verdict == "Fail" and all(s[0] == "pending" for s in self.scanned):
             early = states.failed_before_any_step()
             return str(early.verdict), early.advice, early.klass
-        if m.verdict == "Cancelled" or (
-            read_state(self.run_dir).get("cancel_requested") and status.state == "FAILED"
-        ):
-            if read_state(self.run_dir).get("cancel_requested"):
-                return "Cancelled", "cancelled from rl-console", None
+        if asked and (m.verdict == "Cancelled" or status.state == "FAILED"):
+            return "Cancelled", "cancelled from rl-console", None
+        if m.verdict == "Cancelled":
             return "Cancelled", "; ".join(x for x in (f"job {status.state}", reason) if x), None
         if status.state == "FAILED":
             return None, None, None  # the batch script exited with its failed step's code
         text = "; ".join(x for x in (f"job {status.state}", reason, m.advice) if x)
         return str(m.verdict or "Fail"), text, m.klass
 
-    def _mark_steps(self, verdict: str | None, reason: str | None, status: JobStatus) -> list[Event]:
+    def _mark_steps(self, verdict: str | None, reason: str | None, status: JobRecord) -> list[Event]:
         """Settle the steps the job left unfinished (running -> cancelled/failed, pending -> skipped)."""
-        ended = self.now()
+        ended = time.time()
         events: list[Event] = []
 
         def said(i: int, st: StepState) -> None:
@@ -462,20 +395,16 @@ class JobRecorder:
                 if hit is None:
                     continue
                 code = st.get("exit_code")
-                info = states.scheduler_class(lf.class_id) or {}
-                evidence = hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else "")
-                return {
-                    "class": lf.class_id,
-                    "verdict": "Blocked",
-                    "line": hit[0],
-                    "evidence": evidence,
-                    "advice": info.get("advice"),
-                    "title": info.get("title"),
-                    "remedy": {"env": {}, "overrides": [], "unset": []},
-                    "rule": "slurm:launch_failure",
-                    "step": self.steps[i]["name"],
-                    "file": str(path.relative_to(self.run_dir)),
-                }
+                return primary_finding(
+                    lf.class_id,
+                    "Blocked",
+                    hit[1] + (f" (srun exit code {code})" if code in lf.exit_codes else ""),
+                    "slurm:launch_failure",
+                    states.scheduler_class(lf.class_id) or {},
+                    line=hit[0],
+                    step=self.steps[i]["name"],
+                    file=str(path.relative_to(self.run_dir)),
+                )
         return None
 
     def _scheduler_primary(self, class_id: str | None, text: str | None, verdict: str) -> dict[str, Any]:
@@ -488,19 +417,10 @@ class JobRecorder:
 
                 c = default_catalog().classes[class_id]
                 info = {"title": c.title, "advice": c.advice}
-        return {
-            "class": class_id or "unknown_error",
-            "verdict": verdict,
-            "line": 0,
-            "evidence": text or "",
-            "advice": info.get("advice"),
-            "title": info.get("title"),
-            "remedy": {"env": {}, "overrides": [], "unset": []},
-            "rule": "slurm:job_state",
-        }
+        return primary_finding(class_id or "unknown_error", verdict, text or "", "slurm:job_state", info)
 
     def _finish(
-        self, verdict: str | None, reason: str | None, status: JobStatus, class_id: str | None = None
+        self, verdict: str | None, reason: str | None, status: JobRecord, class_id: str | None = None
     ) -> State:
         """The run's end: settle the steps, decide the verdict as a local run would, let the job
         state add what only it knows, write triage.json and the final state."""
@@ -558,7 +478,7 @@ class JobRecorder:
                 {
                     "status": final_status,
                     "verdict": verdict,
-                    "ended": self.now(),
+                    "ended": time.time(),
                     "slurm_state": status.state,
                     "slurm_reason": reason or status.reason,
                     "slurm_exit_code": status.exit_code,
@@ -566,16 +486,12 @@ class JobRecorder:
             )
 
         state = update_state(self.run_dir, change)
-        self.bus.publish(
-            Event(
-                "run_state",
-                None,
-                {"status": final_status, "verdict": verdict, "slurm_state": status.state, "reason": reason},
-            )
+        self._say(
+            "run_state", None, status=final_status, verdict=verdict, slurm_state=status.state, reason=reason
         )
         return state
 
-    def sample_nodes(self, job_id: str, status: JobStatus) -> None:
+    def sample_nodes(self, job_id: str, status: JobRecord) -> None:
         """Point the node sampler (its own thread) at the job while it runs; publish what it found."""
         if self.gpu is None:
             return
@@ -602,10 +518,10 @@ class JobRecorder:
         self._set_job(status)
         self.sample_nodes(job_id, status)
         if status.state == "PENDING" and states.never_runs(status.reason):
-            self.never_since = self.never_since or self.now()
-            if self.now() - self.never_since >= states.pending_grace_s():
+            self.never_since = self.never_since or time.time()
+            if time.time() - self.never_since >= states.pending_grace_s():
                 with contextlib.suppress(scheduler.SlurmError):
-                    cancel(job_id)
+                    scheduler.scancel(job_id)
                 return self._finish(
                     "Blocked", states.pending_advice(str(status.reason)), status, "scheduler_stop"
                 )
@@ -620,9 +536,7 @@ class JobRecorder:
             return self._finish(verdict, reason, status, class_id)
         return None
 
-    def run(
-        self, max_s: float | None = None, give_up_s: float = GIVE_UP_S, lock: LockFile | None = None
-    ) -> State:
+    def run(self, max_s: float | None = None, lock: LockFile | None = None) -> State:
         deadline = None if max_s is None else time.monotonic() + max_s
         failing_since: float | None = None
         try:
@@ -640,9 +554,9 @@ class JobRecorder:
                     # is (running); a later attach starts a new follower
                     print(f"rl-console follow: {exc}", file=sys.stderr, flush=True)
                     failing_since = failing_since or time.monotonic()
-                    if time.monotonic() - failing_since > give_up_s:
+                    if time.monotonic() - failing_since > GIVE_UP_S:
                         print(
-                            f"rl-console follow: Slurm unreachable for {give_up_s:.0f}s; giving up "
+                            f"rl-console follow: Slurm unreachable for {GIVE_UP_S:.0f}s; giving up "
                             "(rl-console attach restarts the follower)",
                             file=sys.stderr,
                             flush=True,
@@ -667,12 +581,9 @@ class JobRecorder:
 
 
 def follow(run_dir: Path, poll_s: float = 2.0, max_s: float | None = None) -> State:
-    """Update the run's state.json and events.jsonl until its job ends; return the final state.
-
-    Only one follower per run works at a time (``slurm/follow.lock``: flock, or an O_EXCL lock file
-    with owner and expiry where the shared filesystem has no flock); a second one waits for the
-    first to finish and returns the state it left.
-    """
+    """Update the run's state.json and events.jsonl until its job ends; return the final state. One
+    follower per run (``slurm/follow.lock``: flock, or an O_EXCL file with owner and expiry where the
+    filesystem has no flock); a second one waits for the first and returns the state it left."""
     run_dir = Path(run_dir).resolve()
     lock_path = run_dir / SLURM_DIR / FOLLOW_LOCK
     lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -697,10 +608,9 @@ def _is_follower(pid: int, run_dir: Path) -> bool:
     return b"console.runs.slurm.follow" in argv and os.fsencode(str(run_dir)) in argv
 
 
-def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | None:
-    """Start the detached follower (``python -m console.runs.slurm.follow RUN_DIR``) unless one runs
-    or the run is over. Returns its pid, or None when nothing was started. Used by ``start_run`` and
-    on reattach (``attach`` after the console, or even the follower, was killed)."""
+def start_follower(run_dir: Path) -> int | None:
+    """Start the detached follower unless one runs or the run is over (on start and on reattach, after
+    the console or even the follower was killed); its pid, or None when nothing was started."""
     run_dir = Path(run_dir).resolve()
     with contextlib.suppress(FileNotFoundError):
         if is_finished(read_state(run_dir)):
@@ -712,15 +622,7 @@ def start_follower(run_dir: Path, env: dict[str, str] | None = None) -> int | No
         if pid and _is_follower(int(pid), run_dir):
             return None  # started a moment ago, not holding its lock yet
     (run_dir / SLURM_DIR).mkdir(exist_ok=True)
-    with open(run_dir / SLURM_DIR / FOLLOW_LOG, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "console.runs.slurm.follow", str(run_dir)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
-        )
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = spawn_detached("console.runs.slurm.follow", run_dir, run_dir / SLURM_DIR / FOLLOW_LOG, env)
     update_state(run_dir, lambda s: s.update({"follower_pid": proc.pid}))
     return proc.pid

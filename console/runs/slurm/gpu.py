@@ -1,15 +1,12 @@
-"""GPU memory and host load per node of a running Slurm job.
+"""GPU memory and host load per node of a running Slurm job (remote nodes: this machine's NVML,
+``console.monitor.gpu``, cannot see them).
 
-Host (CPU, load, memory) per node: one ``srun --overlap --jobid=J`` task per node running a small
-probe (``/proc/stat``, ``/proc/loadavg``, ``/proc/meminfo``, then the GPU query). GPUs, two sources,
-tried in this order:
+Host (CPU, load, memory): one ``srun --overlap --jobid=J`` task per node runs a small probe
+(``/proc/stat``, ``/proc/loadavg``, ``/proc/meminfo``, then the GPU query). GPUs, in this order:
 1. Ray's Prometheus metrics on each node (what NeMo-RL's GPU monitor reads; ray.sub starts Ray with
-   ``--metrics-export-port``, 1309 by default): ``ray_node_gram_used`` (MiB), ``ray_node_gpus_utilization``.
-2. ``srun --overlap --jobid=J`` running ``nvidia-smi --query-gpu=...`` once per node, where the site
-   allows overlapping steps.
+   ``--metrics-export-port``, 1309 by default);
+2. the probe's ``nvidia-smi --query-gpu=...``, where the site allows overlapping steps.
 A source that fails twice in a row is dropped; the follower carries on without GPU samples.
-The nodes are remote, so NVML (``console.monitor.gpu.GpuSampler``, this machine's GPUs) cannot see
-them; ``NodeSampler`` runs on ``console.runs.sampling.SamplerThread`` like the local samplers.
 """
 
 from __future__ import annotations
@@ -52,26 +49,30 @@ def _num(text: str) -> float | None:
         return None
 
 
+def _bytes(mib: float | None) -> int | None:
+    return int(mib * 2**20) if mib is not None else None
+
+
+def _device(
+    index: int,
+    name: str | None,
+    uuid: str | None,
+    used_mib: float | None,
+    total_mib: float | None,
+    util: float | None,
+) -> dict[str, Any]:
+    """One device in the ``gpu`` event shape (memory in bytes)."""
+    mem = {"mem_used": _bytes(used_mib), "mem_total": _bytes(total_mib)}
+    return {"index": index, "name": name, "uuid": uuid, **mem, "util": util, "procs": []}
+
+
 def parse_nvidia_smi_csv(text: str) -> list[dict[str, Any]]:
-    """``index, name, uuid, memory.used, memory.total, utilization.gpu`` (MiB, %) -> device dicts
-    in the ``gpu`` event shape (memory in bytes)."""
+    """``index, name, uuid, memory.used, memory.total, utilization.gpu`` (MiB, %) -> device dicts."""
     devices = []
     for line in text.splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) < 6 or not fields[0].isdigit():
-            continue
-        used, total, util = _num(fields[3]), _num(fields[4]), _num(fields[5])
-        devices.append(
-            {
-                "index": int(fields[0]),
-                "name": fields[1],
-                "uuid": fields[2],
-                "mem_used": int(used * 2**20) if used is not None else None,
-                "mem_total": int(total * 2**20) if total is not None else None,
-                "util": util,
-                "procs": [],
-            }
-        )
+        f = [f.strip() for f in line.split(",")]
+        if len(f) >= 6 and f[0].isdigit():
+            devices.append(_device(int(f[0]), f[1], f[2], _num(f[3]), _num(f[4]), _num(f[5])))
     return devices
 
 
@@ -96,22 +97,13 @@ def parse_ray_prometheus(text: str) -> dict[str, list[dict[str, Any]]]:
         if "GpuIndex" not in labels or not labels["GpuIndex"].isdigit():
             continue
         ip = labels.get("ip") or labels.get("NodeAddress") or "?"
-        dev = nodes.setdefault(ip, {}).setdefault(
-            int(labels["GpuIndex"]),
-            {
-                "index": int(labels["GpuIndex"]),
-                "name": labels.get("GpuDeviceName"),
-                "uuid": None,
-                "mem_used": None,
-                "mem_total": None,
-                "util": None,
-                "procs": [],
-            },
-        )
+        index = int(labels["GpuIndex"])
+        devs = nodes.setdefault(ip, {})
+        dev = devs.setdefault(index, _device(index, labels.get("GpuDeviceName"), None, None, None, None))
         if name == "ray_node_gram_used":
-            dev["mem_used"] = int(value * 2**20)
+            dev["mem_used"] = _bytes(value)
         elif name == "ray_node_gram_available":
-            dev["_avail"] = int(value * 2**20)
+            dev["_avail"] = _bytes(value)
         else:
             dev["util"] = value
     out = {}
@@ -200,10 +192,9 @@ def parse_probe(text: str, nodes: Sequence[str] = ()) -> dict[str, NodeProbe]:
 
 
 class NodeSampler:
-    """Per node of a running job, every ``interval_s``: a ``host`` event (CPU, load, memory) and a
-    ``gpu`` event (devices, or ``available: false`` with the reason), each with ``node`` and
-    ``source``. GPUs come from Ray's metrics port when it answers, else from the probe's nvidia-smi.
-    A "no GPU" state is published once per node until it changes."""
+    """Per node of a running job, every ``interval_s``: a ``host`` event (CPU, load, memory) and a ``gpu``
+    event (devices from Ray's metrics port when it answers, else the probe's nvidia-smi; or the reason
+    there are none, once per node until it changes)."""
 
     def __init__(
         self,
@@ -222,7 +213,6 @@ class NodeSampler:
         self._gpu_said: dict[str, str] = {}
         self._addrs: dict[str, str] = {}  # node name -> NodeAddr (scontrol show node)
         self._addrs_asked = False
-        self.samples = 0
         self.step: str | None = None  # set by SamplerThread; the follower names the step itself
         self._target: tuple[str, int, tuple[str, ...]] | None = None
 
@@ -343,21 +333,15 @@ class NodeSampler:
     def sample_once(self) -> list[Event]:
         """What ``console.runs.sampling.SamplerThread`` calls: a sample of the aimed job when one is
         due (``interval_s``), never an exception (a sampling failure must not end the follower)."""
-        target = self._target
-        if target is None:
+        target, now = self._target, time.monotonic()
+        if target is None or (self.last and now - self.last < self.interval_s):
             return []
+        self.last = now
         try:
-            return self.maybe_sample(*target)
+            return self.sample(*target)
         except Exception as exc:  # noqa: BLE001
             print(f"rl-console follow: node sampling failed: {exc!r}", file=sys.stderr, flush=True)
             return []
-
-    def maybe_sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
-        now = time.monotonic()
-        if self.last and now - self.last < self.interval_s:
-            return []
-        self.last = now
-        return self.sample(job_id, num_nodes, nodes)
 
     def sample(self, job_id: str, num_nodes: int, nodes: Sequence[str] = ()) -> list[Event]:
         nodes = list(nodes)
@@ -380,16 +364,10 @@ class NodeSampler:
                 ev = self._gpu_event(node, ray[node], None, "ray", queried)
             elif probe is not None:
                 devices = parse_nvidia_smi_csv("\n".join(probe.gpu_lines)) if probe.gpu_rc == 0 else []
-                reason = (
-                    f"no GPU ({probe.no_gpu})"
-                    if probe.no_gpu
-                    else (
-                        None
-                        if devices
-                        else f"{self.query[0]} exited {probe.gpu_rc}: "
-                        + (probe.gpu_lines[0][:160] if probe.gpu_lines else "no output")
-                    )
-                )
+                said = probe.gpu_lines[0][:160] if probe.gpu_lines else "no output"
+                reason = f"{self.query[0]} exited {probe.gpu_rc}: {said}" if not devices else None
+                if probe.no_gpu:
+                    reason = f"no GPU ({probe.no_gpu})"
                 ev = self._gpu_event(node, devices, reason, "srun", queried)
             elif failed is not None:
                 ev = self._gpu_event(node, None, f"no sample: {failed}", "srun", queried)
@@ -399,5 +377,4 @@ class NodeSampler:
                 events.append(ev)
         if failed:
             print(f"rl-console follow: node sampling: {failed}", file=sys.stderr, flush=True)
-        self.samples += 1
         return events

@@ -22,26 +22,23 @@ class HostlistError(ConsoleError):
     """A hostlist that is not well formed."""
 
 
-def _split_top(text: str) -> list[str]:
-    """Split at commas outside brackets."""
+def _split_top(text: str, strict: bool = True) -> list[str]:
+    """Split at commas outside brackets; ``strict``: raise on brackets that do not pair up."""
     parts: list[str] = []
     depth = 0
     cur: list[str] = []
     for ch in text:
-        if ch == "[":
-            if depth:
-                raise HostlistError(f"hostlist {text!r}: nested '['")
-            depth = 1
-        elif ch == "]":
-            if not depth:
-                raise HostlistError(f"hostlist {text!r}: ']' without '['")
-            depth = 0
-        if ch == "," and not depth:
+        depth += (ch == "[") - (ch == "]")
+        if strict and depth > 1:
+            raise HostlistError(f"hostlist {text!r}: nested '['")
+        if strict and depth < 0:
+            raise HostlistError(f"hostlist {text!r}: ']' without '['")
+        if ch == "," and depth <= 0:
             parts.append("".join(cur))
             cur = []
         else:
             cur.append(ch)
-    if depth:
+    if strict and depth:
         raise HostlistError(f"hostlist {text!r}: unclosed '['")
     parts.append("".join(cur))
     return [p.strip() for p in parts if p.strip()]
@@ -138,20 +135,4 @@ def expand(text: str, use_scontrol: bool = True) -> list[str]:
     try:
         return parse(text)
     except HostlistError:
-        return [p for p in _split_top_lenient(text) if p]
-
-
-def _split_top_lenient(text: str) -> list[str]:
-    depth = 0
-    cur = ""
-    out = []
-    for ch in text:
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth <= 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur.strip())
-    return out
+        return _split_top(text, strict=False)

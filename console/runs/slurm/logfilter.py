@@ -1,15 +1,10 @@
 """The redacting filter between a Slurm step and its log: ``python -m console.runs.slurm.logfilter``.
 
-The batch script pipes each step's output (srun's stdout, the task's stdout+stderr) through this
-filter into ``logs/NN-<step>.log``, on the batch host (outside any container). No secret value is ever
-written into a file for it: the filter learns them from its own environment at run time, the one
-sbatch gives the job (secret-named variables such as ``HF_TOKEN``, and the ``RL_CONSOLE_SECRET_ARG_N``
-variables that carry secret argv values), and masks them plus the token shapes and ``NAME=value``
-assignments ``console.redact`` knows, as ``console.runs.stepwrap`` does for local runs.
-
-Reads stdin until EOF and writes stdout; lines go out as they arrive (a partial line after a pause).
-SIGINT/SIGTERM/SIGHUP do not stop it (``scancel`` signals the whole job): it ends when the step's
-output ends, so the last lines reach the log.
+The batch script pipes each step's output through it into ``logs/NN-<step>.log``, on the batch host.
+It learns the secrets from its own environment (sbatch's: secret-named variables and the
+``RL_CONSOLE_SECRET_ARG_N`` values of secret argv words), never from a file, and masks them as
+``console.runs.stepwrap`` does for local runs. SIGINT/SIGTERM/SIGHUP do not stop it (``scancel``
+signals the whole job): it ends with the step's output, so the last lines reach the log.
 """
 
 from __future__ import annotations

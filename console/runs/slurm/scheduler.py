@@ -1,9 +1,5 @@
-"""Thin wrappers over the Slurm client commands: argv lists in, parsed records out.
-
-Each call runs one of ``sbatch``/``squeue``/``scontrol``/``sacct``/``scancel`` with an argv list
-(never a shell string) and parses its ``--parsable``/``--format``/``-o`` output. Errors the user
-should see become :class:`SlurmError` (a one-line :class:`~console.errors.ConsoleError`).
-"""
+"""The Slurm client commands (sbatch, squeue, scontrol, sacct, scancel, srun) as argv lists, their
+output parsed into records; a failure the user should see is a one-line :class:`SlurmError`."""
 
 from __future__ import annotations
 
@@ -11,10 +7,10 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from console.errors import ConsoleError
-from console.runs.slurm import hostlist
+from console.runs.slurm import hostlist, states
 
 TIMEOUT_S = 30.0
 _SQUEUE_FORMAT = "%i|%T|%r|%N|%D"
@@ -30,14 +26,17 @@ class JobRecord:
     """What one of squeue/scontrol/sacct said about a job."""
 
     job_id: str
-    state: str  # upper case base state: PENDING, RUNNING, COMPLETED, NODE_FAIL, ...
+    state: str  # upper case base state: PENDING, RUNNING, COMPLETED, NODE_FAIL, ... or UNKNOWN
     reason: str | None = None
     exit_code: int | None = None  # the batch script's exit status
     signal: int | None = None  # the signal that ended it, when any
-    nodes: list[str] | None = None
+    nodes: list[str] = field(default_factory=list)
     num_nodes: int | None = None
-    restarts: int = 0
     source: str = "squeue"
+
+    @property
+    def phase(self) -> str:
+        return states.meaning(self.state).phase
 
 
 def _run(
@@ -48,13 +47,10 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     if shutil.which(argv[0]) is None:
         raise SlurmError(f"{argv[0]} not found on PATH: run from a Slurm login node or inside an allocation")
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
     try:
         return subprocess.run(
             list(argv),
-            env=full_env,
+            env={**os.environ, **(env or {})},
             cwd=cwd,
             capture_output=True,
             text=True,
@@ -67,10 +63,14 @@ def _run(
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def base_state(raw: str) -> str:
@@ -81,25 +81,30 @@ def base_state(raw: str) -> str:
 
 def parse_exit_code(raw: str) -> tuple[int | None, int | None]:
     """Slurm's ``EXIT:SIGNAL`` -> (exit, signal or None)."""
-    raw = raw.strip()
-    if not raw:
-        return None, None
-    code, _, sig = raw.partition(":")
-    try:
-        exit_code = int(code)
-    except ValueError:
-        return None, None
-    try:
-        signal = int(sig) if sig else 0
-    except ValueError:
-        signal = 0
-    return exit_code, (signal or None)
+    code, _, sig = raw.strip().partition(":")
+    exit_code = _int(code)
+    return (exit_code, _int(sig) or None) if exit_code is not None else (None, None)
 
 
-def expand_nodelist(nodelist: str) -> list[str]:
-    """``gpu[01-03,7],login`` -> ``["gpu01", "gpu02", "gpu03", "gpu7", "login"]`` (``scontrol show
-    hostnames`` when usable, else :func:`console.runs.slurm.hostlist.parse`)."""
-    return hostlist.expand(nodelist)
+expand_nodelist = hostlist.expand  # ``gpu[01-03,7],login`` -> the node names
+
+
+def _record(
+    job_id: str, state: str, reason: str, exit_code: str, nodes: str, num_nodes: str, source: str
+) -> JobRecord:
+    """A JobRecord from the raw fields any of the three commands prints."""
+    code, sig = parse_exit_code(exit_code)
+    reason = reason.strip()
+    return JobRecord(
+        job_id=job_id.strip(),
+        state=base_state(state),
+        reason=None if reason in ("", "None", "(null)") else reason,
+        exit_code=code,
+        signal=sig,
+        nodes=expand_nodelist(nodes),
+        num_nodes=_int(num_nodes),
+        source=source,
+    )
 
 
 # ---- sbatch ------------------------------------------------------------------------------------
@@ -124,25 +129,10 @@ def sbatch(argv_tail: Sequence[str], env: Mapping[str, str] | None = None, cwd: 
 # ---- squeue ------------------------------------------------------------------------------------
 def parse_squeue(stdout: str) -> JobRecord | None:
     """One line of ``squeue -h -o '%i|%T|%r|%N|%D'``."""
-    line = _first_line(stdout)
-    if not line:
-        return None
-    fields = line.split("|")
+    fields = _first_line(stdout).split("|")
     if len(fields) < 5:
         return None
-    reason = fields[2].strip()
-    try:
-        num_nodes = int(fields[4])
-    except ValueError:
-        num_nodes = None
-    return JobRecord(
-        job_id=fields[0].strip(),
-        state=base_state(fields[1]),
-        reason=None if reason in ("", "None", "(null)") else reason,
-        nodes=expand_nodelist(fields[3]),
-        num_nodes=num_nodes,
-        source="squeue",
-    )
+    return _record(fields[0], fields[1], fields[2], "", fields[3], fields[4], "squeue")
 
 
 def squeue(job_id: str) -> JobRecord | None:
@@ -174,26 +164,14 @@ def parse_scontrol_job(stdout: str) -> JobRecord | None:
     kv = parse_scontrol_kv(stdout)
     if "JobId" not in kv:
         return None
-    exit_code, sig = parse_exit_code(kv.get("ExitCode", ""))
-    reason = kv.get("Reason", "").strip()
-    try:
-        restarts = int(kv.get("Restarts", "0"))
-    except ValueError:
-        restarts = 0
-    try:
-        num_nodes = int(kv.get("NumNodes", "").split("-")[0])
-    except ValueError:
-        num_nodes = None
-    return JobRecord(
-        job_id=kv["JobId"],
-        state=base_state(kv.get("JobState", "UNKNOWN")),
-        reason=None if reason in ("", "None", "(null)") else reason,
-        exit_code=exit_code,
-        signal=sig,
-        nodes=expand_nodelist(kv.get("NodeList", "")),
-        num_nodes=num_nodes,
-        restarts=restarts,
-        source="scontrol",
+    return _record(
+        kv["JobId"],
+        kv.get("JobState", "UNKNOWN"),
+        kv.get("Reason", ""),
+        kv.get("ExitCode", ""),
+        kv.get("NodeList", ""),
+        kv.get("NumNodes", "").split("-")[0],
+        "scontrol",
     )
 
 
@@ -210,25 +188,9 @@ def parse_sacct(stdout: str, job_id: str) -> JobRecord | None:
     job itself (a requeued job has several)."""
     record = None
     for line in stdout.splitlines():
-        fields = line.split("|")
-        if len(fields) < 6 or fields[0].strip() != str(job_id):
-            continue
-        exit_code, sig = parse_exit_code(fields[2])
-        reason = fields[3].strip()
-        try:
-            num_nodes = int(fields[5])
-        except ValueError:
-            num_nodes = None
-        record = JobRecord(
-            job_id=fields[0].strip(),
-            state=base_state(fields[1]),
-            reason=None if reason in ("", "None", "(null)") else reason,
-            exit_code=exit_code,
-            signal=sig,
-            nodes=expand_nodelist(fields[4]),
-            num_nodes=num_nodes,
-            source="sacct",
-        )
+        f = line.split("|")
+        if len(f) >= 6 and f[0].strip() == str(job_id):
+            record = _record(f[0], f[1], f[3], f[2], f[4], f[5], "sacct")
     return record
 
 
@@ -279,17 +241,8 @@ def srun_overlap(
     job_id: str, nodes: int, argv: Sequence[str], timeout: float = 20.0
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` once on every node of a running job, beside its steps (``--overlap``)."""
+    one_task_per_node = [f"--nodes={nodes}", "--ntasks-per-node=1", f"--ntasks={nodes}"]
     return _run(
-        [
-            "srun",
-            "--overlap",
-            f"--jobid={job_id}",
-            f"--nodes={nodes}",
-            "--ntasks-per-node=1",
-            f"--ntasks={nodes}",
-            "--label",
-            "--quiet",
-            *argv,
-        ],
+        ["srun", "--overlap", f"--jobid={job_id}", *one_task_per_node, "--label", "--quiet", *argv],
         timeout=timeout,
     )

@@ -1,15 +1,13 @@
 """The sbatch submission of a plan, in one of two modes.
 
 - ``srun`` mode: a batch script whose steps each run through ``srun`` (with ``--container-image``,
-  ``--container-mounts`` and ``--container-workdir`` when ``--container`` is given, as both
-  procedures show; plain ``srun`` otherwise).
+  ``--container-mounts`` and ``--container-workdir`` when ``--container`` is given).
 - ``ray.sub`` mode: NeMo-RL's own launcher (``sbatch ... ray.sub`` with ``COMMAND``, ``CONTAINER``,
   ``MOUNTS``); ``COMMAND`` runs a generated driver script inside the Ray head's container.
 
-Either way each step writes ``logs/NN-<step>.log`` and ``logs/NN-<step>.exit`` in the run folder,
-the layout of local runs. Every value is quoted with :func:`shlex.quote`; known roots (the run
-folder, the checkouts, ``HF_HOME``) are written once at the top and referred to as ``${VAR}``
-everywhere else, so the script stays generic.
+Either way each step writes ``logs/NN-<step>.log`` and ``.exit`` in the run folder, as local runs do.
+Every value is ``shlex.quote``d; the known roots (run folder, checkouts, ``HF_HOME``) are set once at
+the top and referred to as ``${VAR}``, so the script stays generic.
 """
 
 from __future__ import annotations
@@ -108,14 +106,15 @@ def choose_mode(spec: RunSpec) -> str:
 # ---- generic paths ---------------------------------------------------------------------------
 def path_roots(spec: RunSpec, run_dir: Path) -> dict[str, str]:
     """Variables written once at the top of the script, longest value first."""
-    roots: dict[str, str] = {"RUN_DIR": str(run_dir)}
-    if spec.bridge_repo:
-        roots["BRIDGE_REPO"] = str(spec.bridge_repo)
-    if spec.repo:
-        roots["VERL_REPO" if spec.framework == "verl" else "NEMO_RL_REPO"] = str(spec.repo)
-    if spec.env.get("HF_HOME"):
-        roots["HF_HOME"] = spec.env["HF_HOME"]
-    usable = {k: v.rstrip("/") for k, v in roots.items() if v.startswith("/") and len(v.rstrip("/")) > 1}
+    repo = "VERL_REPO" if spec.framework == "verl" else "NEMO_RL_REPO"
+    roots = {
+        "RUN_DIR": run_dir,
+        "BRIDGE_REPO": spec.bridge_repo,
+        repo: spec.repo,
+        "HF_HOME": spec.env.get("HF_HOME"),
+    }
+    paths = {k: str(v) for k, v in roots.items() if v}
+    usable = {k: v.rstrip("/") for k, v in paths.items() if v.startswith("/") and len(v.rstrip("/")) > 1}
     return dict(sorted(usable.items(), key=lambda kv: -len(kv[1])))
 
 
@@ -155,16 +154,10 @@ def generic_word(text: str, roots: dict[str, str]) -> str:
 # ---- pieces of the script --------------------------------------------------------------------
 def container_mounts(spec: RunSpec, run_dir: Path) -> list[str]:
     """``--mounts`` as given, plus the run folder (steps write their logs there) when not covered."""
-    mounts = list(spec.slurm.mounts)
-    if not mounts:
-        for p in (spec.repo, spec.bridge_repo, spec.env.get("HF_HOME")):
-            if p and f"{p}:{p}" not in mounts:
-                mounts.append(f"{p}:{p}")
-    for m in mounts:
-        src = m.split(":", 1)[0].rstrip("/")
-        if src and (str(run_dir) == src or str(run_dir).startswith(src + "/")):
-            break
-    else:
+    defaults = (spec.repo, spec.bridge_repo, spec.env.get("HF_HOME"))
+    mounts = list(spec.slurm.mounts) or list(dict.fromkeys(f"{p}:{p}" for p in defaults if p))
+    sources = [m.split(":", 1)[0].rstrip("/") for m in mounts]
+    if not any(src and (str(run_dir) == src or str(run_dir).startswith(src + "/")) for src in sources):
         mounts.append(f"{run_dir}:{run_dir}")
     for m in mounts:
         if not m or m.count(":") not in (1, 2) or not m.split(":", 1)[0]:
@@ -371,15 +364,10 @@ def split_secrets(plan: dict[str, Any], spec: RunSpec) -> tuple[dict[str, Any], 
             var = f"RL_CONSOLE_SECRET_ARG_{n}"
             secrets[var] = value
             argv[i] = f"{_SECRET_ARG}{var}\0{prefix}"
-        step = {**step, "argv": argv}
-        env = {}
-        for key, value in (step.get("env") or {}).items():
-            if is_secret_name(str(key)):
-                if value and value != MASK:
-                    secrets[str(key)] = str(value)
-            else:
-                env[key] = value
-        steps.append({**step, "env": env})
+        env = step.get("env") or {}
+        secrets.update({str(k): str(v) for k, v in env.items() if is_secret_name(str(k)) and v and v != MASK})
+        public = {k: v for k, v in env.items() if not is_secret_name(str(k))}
+        steps.append({**step, "argv": argv, "env": public})
     return {**plan, "steps": steps}, secrets
 
 
@@ -413,6 +401,7 @@ def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
     out_file = str(run_dir / "logs" / "slurm-%j.out")
     resources = sbatch_resource_args(spec, steps, job_name)
     warnings: list[str] = []
+    env: dict[str, str] = {}
     if mode == "srun":
         prefix = ["srun", "--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1"]
         if spec.slurm.cpus_per_task:  # srun does not inherit it from sbatch (Slurm >= 22.05)
@@ -423,60 +412,38 @@ def render(run_dir: Path, plan: Any, spec: RunSpec) -> Submission:
                 f"--container-mounts={','.join(container_mounts(spec, run_dir))}",
             ]
         where = "in the container " if spec.slurm.container else ""
-        text = _runner(
-            pd,
-            spec,
-            run_dir,
-            prefix,
-            [f"# Each step runs as one srun task {where}on the first node of the allocation."],
-            workdir_flag=bool(spec.slurm.container),
-        )
+        header = f"# Each step runs as one srun task {where}on the first node of the allocation."
+        text = _runner(pd, spec, run_dir, prefix, [header], workdir_flag=bool(spec.slurm.container))
         if spec.slurm.nodes > 1:
             warnings.append(
                 "srun mode runs each step on the first node of the allocation; multi-node "
                 "NeMo-RL runs should use ray.sub (--framework nemo-rl, a checkout with ray.sub, "
                 "--container)"
             )
-        script_path = run_dir / "slurm" / "job.sbatch"
-        args = [
-            *resources,
-            f"--output={out_file}",
-            "--no-requeue",
-            "--kill-on-invalid-dep=yes",
-            f"--chdir={run_dir}",
-            str(script_path),
-        ]
-        return Submission(
-            mode="srun",
-            script_name="job.sbatch",
-            script_text=text,
-            sbatch_args=args,
-            secret_env=secrets,
-            warnings=warnings,
-        )
-    # ray.sub mode: the driver script runs inside the head container, steps without srun
-    ray_sub = ray_sub_path(spec)
-    assert ray_sub is not None
-    header = ["# Runs inside the Ray head container started by ray.sub (COMMAND)."]
-    text = _runner(pd, spec, run_dir, [], header)
-    driver = run_dir / "slurm" / "driver.sh"
-    gpus = gpus_per_node(spec, steps)
-    env = {
-        "COMMAND": shlex.join(["bash", str(driver)]),
-        "CONTAINER": str(spec.slurm.container),
-        "MOUNTS": ",".join(container_mounts(spec, run_dir)),
-        "BASE_LOG_DIR": str(run_dir),
-    }
-    if gpus:
-        env["GPUS_PER_NODE"] = str(gpus)
-    args = [*resources, f"--output={out_file}", "--no-requeue", str(ray_sub)]
+        script_name, cwd = "job.sbatch", None
+        target = ["--kill-on-invalid-dep=yes", f"--chdir={run_dir}", str(run_dir / "slurm" / script_name)]
+    else:  # ray.sub mode: the driver script runs inside the head container, steps without srun
+        ray_sub = ray_sub_path(spec)
+        assert ray_sub is not None
+        header = "# Runs inside the Ray head container started by ray.sub (COMMAND)."
+        text = _runner(pd, spec, run_dir, [], [header])
+        script_name, cwd = "driver.sh", str(Path(spec.repo or "."))
+        env = {
+            "COMMAND": shlex.join(["bash", str(run_dir / "slurm" / script_name)]),
+            "CONTAINER": str(spec.slurm.container),
+            "MOUNTS": ",".join(container_mounts(spec, run_dir)),
+            "BASE_LOG_DIR": str(run_dir),
+        }
+        if gpus := gpus_per_node(spec, steps):
+            env["GPUS_PER_NODE"] = str(gpus)
+        target = [str(ray_sub)]
     return Submission(
-        mode="ray.sub",
-        script_name="driver.sh",
+        mode=mode,
+        script_name=script_name,
         script_text=text,
-        sbatch_args=args,
+        sbatch_args=[*resources, f"--output={out_file}", "--no-requeue", *target],
         env=env,
+        cwd=cwd,
         secret_env=secrets,
-        cwd=str(Path(spec.repo or ".")),
         warnings=warnings,
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from console.catalog.schema import SlurmCatalog, load_checked
+from console.catalog.schema import SlurmCatalog, SlurmOutcome, SlurmState, load_checked
 
 
 @dataclass(frozen=True)
@@ -23,16 +23,15 @@ def _catalog() -> SlurmCatalog:
     return load_checked("slurm", SlurmCatalog)
 
 
+def _meaning(entry: SlurmState | SlurmOutcome, phase: str) -> StateMeaning:
+    return StateMeaning(phase, entry.get("verdict"), entry.get("advice"), entry.get("class"))
+
+
 def meaning(state: str) -> StateMeaning:
     entry = _catalog()["states"].get(state.upper())
     if entry is None:
         return StateMeaning(phase="unknown", verdict=None)
-    return StateMeaning(
-        phase=entry["phase"],
-        verdict=entry.get("verdict"),
-        advice=entry.get("advice"),
-        klass=entry.get("class"),
-    )
+    return _meaning(entry, entry["phase"])
 
 
 def never_runs(reason: str | None) -> bool:
@@ -54,10 +53,7 @@ def pending_grace_s() -> float:
 
 
 def failed_before_any_step() -> StateMeaning:
-    entry = _catalog()["failed_before_any_step"]
-    return StateMeaning(
-        phase="done", verdict=entry["verdict"], advice=entry.get("advice"), klass=entry.get("class")
-    )
+    return _meaning(_catalog()["failed_before_any_step"], "done")
 
 
 def scheduler_class(class_id: str) -> dict[str, Any] | None:

@@ -1,10 +1,5 @@
 """Compare: baseline vs candidate. The verdict, a row per metric, both curves (sparklines at 80x24,
-overlaid plots when the terminal is larger), timing and GPU memory with regressions, differences.
-
-Opened from Home (``m`` marks the baseline, ``C`` compares the marked run with the highlighted one,
-or the highlighted run with the latest run of the same framework, levels and model) and from the
-Monitor (``C``). The comparison is computed by the headless ``console.compare`` in a worker thread.
-"""
+overlaid plots when the terminal is larger), timing and GPU memory with regressions, differences."""
 
 from __future__ import annotations
 
@@ -21,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Label, Static
 
 from console.compare.render import gib, match_line, metric_table, num, pct, timing_table
-from console.tui.messages import TaskDone
+from console.tui.messages import TaskDone, task_done
 from console.tui.widgets.footer import ConsoleFooter
 
 LARGE = (120, 40)  # plots instead of sparklines from this terminal size on
@@ -60,21 +55,14 @@ def spark_pair(base: list[float], cand: list[float], width: int) -> tuple[str, s
     return line(b), line(c)
 
 
+def _table(table_id: str, header: tuple[str, ...], rows: list[Any], zebra: bool = False) -> DataTable[Any]:
+    table: DataTable[Any] = DataTable(id=table_id, cursor_type="row", zebra_stripes=zebra)
+    table.add_columns(*header)
+    table.add_rows(rows)
+    return table
+
+
 class CompareScreen(Screen[None]):
-    DEFAULT_CSS = """
-    #cmp-title { height: 1; padding: 0 1; background: $panel; }
-    #cmp-verdict { height: auto; padding: 0 1; }
-    #cmp-match { height: auto; padding: 0 1; color: $text-muted; }
-    #cmp-body { height: 1fr; }
-    #cmp-body DataTable { height: auto; max-height: 16; }
-    .cmp-section { height: 1; padding: 0 1; text-style: bold; color: $primary; margin-top: 1; }
-    .cmp-curve { height: 2; }
-    .cmp-curve Label { width: 24; padding: 0 1; }
-    .cmp-curve Static { width: 1fr; height: 2; }
-    .cmp-plots { height: 14; }
-    .cmp-plots PlotextPlot { width: 1fr; height: 14; }
-    #cmp-diffs { height: auto; padding: 0 1; }
-    """
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("s", "swap", "Swap sides"),
@@ -106,10 +94,7 @@ class CompareScreen(Screen[None]):
         """The pair comes in as arguments: a swap meanwhile never mixes the sides."""
         from console.compare import compare_runs
 
-        try:
-            self.post_message(TaskDone("compare", compare_runs(baseline, candidate)))
-        except Exception as exc:  # noqa: BLE001 - one line on the screen, never a crash
-            self.post_message(TaskDone("compare", None, error=str(exc)))
+        self.post_message(task_done("compare", lambda: compare_runs(baseline, candidate)))
 
     def action_swap(self) -> None:
         self.baseline, self.candidate = self.candidate, self.baseline
@@ -135,36 +120,32 @@ class CompareScreen(Screen[None]):
     async def _fill(self, r: dict[str, Any]) -> None:
         body = self.query_one("#cmp-body", VerticalScroll)
         await body.remove_children()
-        k = r["last_k"]
-        widgets: list[Any] = [Static(f"Metrics: mean of the last {k} steps", classes="cmp-section")]
-        table: DataTable[str | Text] = DataTable(id="cmp-metrics", cursor_type="row", zebra_stripes=True)
-        table.add_columns("metric", "base", "cand", "delta", "rel", "div@", "tol", "")
-        for row in metric_table(r):
-            status = row[-1]
-            style = "bold red" if status == "MOVED" else ("green" if status == "ok" else "dim")
-            table.add_row(*row[:-1], Text(status, style=style))
-        widgets.append(table)
-        widgets += self._curves(r)
+        styles = {"MOVED": "bold red", "ok": "green"}
+        metrics = [(*row[:-1], Text(row[-1], style=styles.get(row[-1], "dim"))) for row in metric_table(r)]
+        widgets: list[Any] = [
+            Static(f"Metrics: mean of the last {r['last_k']} steps", classes="cmp-section"),
+            _table(
+                "cmp-metrics", ("metric", "base", "cand", "delta", "rel", "div@", "tol", ""), metrics, True
+            ),
+            *self._curves(r),
+        ]
         if r["timing"]:
+            timing = [(*row[:-1], Text(row[-1], style="bold red")) for row in timing_table(r)]
             widgets.append(Static("Timing and throughput", classes="cmp-section"))
-            timing: DataTable[str | Text] = DataTable(id="cmp-timing", cursor_type="row")
-            timing.add_columns("", "base", "cand", "delta", "rel", "")
-            for row in timing_table(r):
-                timing.add_row(*row[:-1], Text(row[-1], style="bold red"))
-            widgets.append(timing)
+            widgets.append(_table("cmp-timing", ("", "base", "cand", "delta", "rel", ""), timing))
         if r["gpu"]:
-            widgets.append(Static("GPU peak memory", classes="cmp-section"))
-            gpu: DataTable[str | Text] = DataTable(id="cmp-gpu", cursor_type="row")
-            gpu.add_columns("device", "base", "cand", "delta", "")
-            for g in r["gpu"]:
-                gpu.add_row(
+            gpu = [
+                (
                     f"{g['device']} {g['name']}",
                     gib(g["baseline_bytes"]),
                     gib(g["candidate_bytes"]),
                     gib(g["delta_bytes"]),
                     Text("REGRESSION" if g["regression"] else "", style="bold red"),
                 )
-            widgets.append(gpu)
+                for g in r["gpu"]
+            ]
+            widgets.append(Static("GPU peak memory", classes="cmp-section"))
+            widgets.append(_table("cmp-gpu", ("device", "base", "cand", "delta", ""), gpu))
         widgets.append(Static("Differences", classes="cmp-section"))
         lines = [
             f"{d['field']}: {d['baseline']} -> {d['candidate']}  [{d['kind']}]" for d in r["differences"]
@@ -179,14 +160,8 @@ class CompareScreen(Screen[None]):
             return []
         size = self.app.size
         large = size.width >= LARGE[0] and size.height >= LARGE[1]
-        out: list[Any] = [
-            Static(
-                "Curves: baseline (top) and candidate (bottom)"
-                if not large
-                else "Curves: baseline and candidate overlaid",
-                classes="cmp-section",
-            )
-        ]
+        title = "baseline and candidate overlaid" if large else "baseline (top) and candidate (bottom)"
+        out: list[Any] = [Static(f"Curves: {title}", classes="cmp-section")]
         if large:
             from textual_plotext import PlotextPlot
 
@@ -204,11 +179,8 @@ class CompareScreen(Screen[None]):
         width = max(10, size.width - 30)
         for key, c in curves:
             row = next(m for m in r["metrics"] if m["key"] == key)
-            label = (
-                f"{key} {pct(row['rel_delta'])}"
-                if row["rel_delta"] is not None
-                else f"{key} {num(row['delta'])}"
-            )
+            change = pct(row["rel_delta"]) if row["rel_delta"] is not None else num(row["delta"])
+            label = f"{key} {change}"
             b, cand = spark_pair(c["baseline"], c["candidate"], width)
             lines = Text(b + " base\n", style="dim") + Text(cand + " cand", style="bold")
             out.append(Horizontal(Label(label, markup=False), Static(lines), classes="cmp-curve"))

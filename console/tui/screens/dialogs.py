@@ -13,6 +13,7 @@ from textual.widgets import Button, Input, Label, Static
 
 
 class ConfirmDialog(ModalScreen[bool]):
+    AUTO_FOCUS = "#no"
     BINDINGS = [Binding("escape,n", "answer(False)", "No"), Binding("y", "answer(True)", "Yes")]
 
     def __init__(self, question: str, detail: str = "") -> None:
@@ -29,9 +30,6 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Button("Yes (y)", id="yes", variant="error")
                 yield Button("No (n/esc)", id="no", variant="primary")
 
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
@@ -44,10 +42,9 @@ class PathPrompt(ModalScreen[Path | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, *, must_be_file: bool = True) -> None:
+    def __init__(self, title: str) -> None:
         super().__init__()
         self.title_text = title
-        self.must_be_file = must_be_file
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -61,7 +58,7 @@ class PathPrompt(ModalScreen[Path | None]):
         path = Path(value.strip()).expanduser()
         if not path.exists():
             return None, f"not found: {path}"
-        if self.must_be_file and not path.is_file():
+        if not path.is_file():
             return None, f"not a file: {path}"
         return path, f"ok: {path}"
 

@@ -45,6 +45,3 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
             yield Static(HELP_TEXT)
-
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)

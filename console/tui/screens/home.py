@@ -13,6 +13,8 @@ from textual.widgets import DataTable, Header, Static
 from console.tui.messages import RunsListed
 from console.tui.rundata import RunRow, age_text, list_runs
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.screens.compare import compare_selected, mark_baseline
+from console.tui.screens.dialogs import confirm_cancel
 from console.tui.widgets.footer import ConsoleFooter
 
 REFRESH_S = 1.0
@@ -20,9 +22,9 @@ REFRESH_S = 1.0
 
 class HomeScreen(Screen[None]):
     BINDINGS = [
-        Binding("n", "new_run", "New run"),
+        Binding("n", "app.new_run", "New run"),
         Binding("enter", "open_run", "Open"),
-        Binding("l", "open_log", "Open log"),
+        Binding("l", "app.open_log_prompt", "Open log"),
         Binding("r", "report", "Report"),
         Binding("c", "cancel", "Cancel run"),
         Binding("m", "mark_baseline", "Mark baseline", show=False),
@@ -96,14 +98,12 @@ class HomeScreen(Screen[None]):
                     table.update_cell(row.id, key, value)
         self.rows = new
         hint = self.query_one("#empty-hint", Static)
+        hint.display = not new
         if not new:
             hint.update(
                 f"No runs yet in {self.runs_dir}.\nPress n for a new run, or start "
                 "`rl-console demo` in another shell: it will appear here."
             )
-            hint.display = True
-        else:
-            hint.display = False
 
     @staticmethod
     def _cells(row: RunRow) -> tuple[object, ...]:
@@ -129,9 +129,6 @@ class HomeScreen(Screen[None]):
             self.notify("No run selected: press n for a new run", severity="warning")
         return row
 
-    def action_new_run(self) -> None:
-        self.app.open_new_run()  # type: ignore[attr-defined]
-
     def action_open_run(self) -> None:
         row = self._need_selected()
         if row is not None:
@@ -140,27 +137,18 @@ class HomeScreen(Screen[None]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open_run()
 
-    def action_open_log(self) -> None:
-        self.app.action_open_log_prompt()  # type: ignore[attr-defined]
-
     def action_report(self) -> None:
         row = self._need_selected()
         if row is not None:
             self.app.open_report(row.path)  # type: ignore[attr-defined]
 
     def action_cancel(self) -> None:
-        from console.tui.screens.dialogs import confirm_cancel
-
         row = self._need_selected()
         if row is not None:
             confirm_cancel(self, row.path, row.id, row.live)
 
     def action_mark_baseline(self) -> None:
-        from console.tui.screens.compare import mark_baseline
-
         mark_baseline(self)
 
     def action_compare(self) -> None:
-        from console.tui.screens.compare import compare_selected
-
         compare_selected(self)

@@ -33,9 +33,11 @@ from textual_plotext import PlotextPlot
 from console.commandtext import remedy_text
 from console.tui import backend
 from console.tui.logfollow import LogFollower
-from console.tui.messages import HostSampled, LogLines, RunUpdated, TaskDone
+from console.tui.messages import HostSampled, LogLines, RunUpdated, TaskDone, task_done
 from console.tui.rundata import LIVE_STATUSES, RunModel, RunSnapshot, eta_text, human_bytes
 from console.tui.screens.badges import status_text, verdict_badge
+from console.tui.screens.compare import compare_selected
+from console.tui.screens.dialogs import ConfirmDialog, confirm_cancel
 from console.tui.screens.findingtext import finding_text
 from console.tui.widgets.footer import ConsoleFooter
 from console.tui.widgets.logview import KEEP_LINES, LogView
@@ -47,6 +49,7 @@ HOST_POLL_S = 2.0
 KEY_METRICS = ("loss", "reward", "token_mult_prob_error", "gen_kl_error", "grad_norm", "lr")
 MAX_METRIC_ROWS = 12
 PLOT_MIN_SIZE = (120, 36)  # columns, rows of the screen: below this, sparklines only
+TABS = ("log", "steps", "metrics", "system", "findings", "verdict")
 
 
 def _bar(used: float, total: float, width: int = 20) -> str:
@@ -66,16 +69,11 @@ def _metric_order(name: str) -> tuple[int, str]:
 class MonitorScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
-        Binding("1", "tab('log')", "Log", show=False),
-        Binding("2", "tab('steps')", "Steps", show=False),
-        Binding("3", "tab('metrics')", "Metrics", show=False),
-        Binding("4", "tab('system')", "System", show=False),
-        Binding("5", "tab('findings')", "Findings", show=False),
-        Binding("6", "tab('verdict')", "Verdict", show=False),
-        Binding("slash", "search", "Search"),
+        *(Binding(str(i), f"tab('{tab}')", tab.title(), show=False) for i, tab in enumerate(TABS, 1)),
+        Binding("slash", "ask('search')", "Search"),
         Binding("n", "search_next", "Next", show=False),
-        Binding("N", "search_prev", "Prev", show=False),
-        Binding("F", "filter", "Filter"),
+        Binding("N", "search_next(True)", "Prev", show=False),
+        Binding("F", "ask('filter')", "Filter"),
         Binding("w", "wrap", "Wrap"),
         Binding("space", "follow", "Follow/pause"),
         Binding("left_square_bracket", "step_log(-1)", "Prev log", show=False),
@@ -145,12 +143,12 @@ class MonitorScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = self.run_dir.name
-        steps = self.query_one("#steps-table", DataTable)
-        for col in ("#", "Step", "Status", "Exit", "Progress"):
-            steps.add_column(col, key=col)
-        findings = self.query_one("#findings-table", DataTable)
-        for col in ("Verdict", "Class", "Line", "Evidence"):
-            findings.add_column(col, key=col)
+        for table, columns in (
+            ("#steps-table", ("#", "Step", "Status", "Exit", "Progress")),
+            ("#findings-table", ("Verdict", "Class", "Line", "Evidence")),
+        ):
+            for col in columns:
+                self.query_one(table, DataTable).add_column(col, key=col)
         self.query_one("#logview", LogView).focus()
         self._render_log_bar()
         self.watch_run()
@@ -186,38 +184,23 @@ class MonitorScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="monitor-host")
     def sample_host(self) -> None:
         worker = get_current_worker()
-        paths = [str(self.run_dir)]
-        try:
-            host = backend.host_sampler(self.run_dir)
-        except Exception:  # noqa: BLE001 - fall back to psutil below
-            host = None
-        try:
-            gpu = backend.gpu_sampler()
-        except Exception:  # noqa: BLE001 - no GPU sampler: show run events only
-            gpu = None
+        host = backend.host_sampler(self.run_dir)
+        gpu = backend.gpu_sampler()
         while not worker.is_cancelled:
             gpu_data: list[dict[str, Any]] = []
-            reason = ""
             try:
-                host_data = backend.as_data(host.sample()) if host is not None else _psutil_host(paths)
-            except Exception:  # noqa: BLE001
-                host_data = _psutil_host(paths)
-            if gpu is not None:
-                try:
-                    sample = backend.as_data(gpu.sample())
-                    gpu_data = list(sample.get("devices") or [])
-                    reason = str(sample.get("reason") or "")
-                except Exception as exc:  # noqa: BLE001 - lost GPU / no driver: say why
-                    reason = str(exc)
-            self.post_message(HostSampled(MappingProxyType(host_data), tuple(gpu_data), reason))
+                sample = gpu.sample().to_event_data()
+                gpu_data = list(sample.get("devices") or [])
+                reason = str(sample.get("reason") or "")
+            except Exception as exc:  # noqa: BLE001 - lost GPU / no driver: say why
+                reason = str(exc)
+            host_data = MappingProxyType(host.sample().to_event_data())
+            self.post_message(HostSampled(host_data, tuple(gpu_data), reason))
             worker.cancelled_event.wait(HOST_POLL_S)
 
     @work(thread=True, exclusive=True, group="monitor-verdict")
     def compute_verdict(self) -> None:
-        try:
-            self.post_message(TaskDone("verdict", backend.run_verdict(self.run_dir)))
-        except Exception as exc:  # noqa: BLE001 - shown in the Verdict tab
-            self.post_message(TaskDone("verdict", error=str(exc)))
+        self.post_message(task_done("verdict", lambda: backend.run_verdict(self.run_dir)))
 
     # -- message handlers (own the state) ----------------------------------------------------
     def _follow(self, path: Path | None) -> None:
@@ -461,15 +444,11 @@ class MonitorScreen(Screen[None]):
             return
         finding = rows[idx]
         names = [s.get("name") for s in self.snapshot.step_states()]
-        if finding.get("step") in names:
-            target = names.index(finding["step"])
+        target = names.index(finding["step"]) if finding.get("step") in names else None
+        if target is not None:
             self.log_index = None if target == self.snapshot.current_index else target
             self._follow(self.snapshot.log_path(target))
-        path = (
-            self.snapshot.log_path(names.index(finding["step"]))
-            if finding.get("step") in names
-            else self.snapshot.log_path()
-        )
+        path = self.snapshot.log_path(target)
         self.action_tab("log")
         view = self.query_one("#logview", LogView)
         evidence = str(finding.get("evidence") or "").strip()[:60]
@@ -604,7 +583,7 @@ class MonitorScreen(Screen[None]):
     def action_tab(self, name: str) -> None:
         self.query_one("#tabs", TabbedContent).active = name
 
-    def _ask(self, mode: str) -> None:
+    def action_ask(self, mode: str) -> None:
         self.action_tab("log")
         self._input_mode = mode
         inp = self.query_one("#log-input", Input)
@@ -617,12 +596,6 @@ class MonitorScreen(Screen[None]):
         inp.value = view.search_text if mode == "search" else view.filter_text
         inp.add_class("visible")
         inp.focus()
-
-    def action_search(self) -> None:
-        self._ask("search")
-
-    def action_filter(self) -> None:
-        self._ask("filter")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "log-input":
@@ -638,14 +611,9 @@ class MonitorScreen(Screen[None]):
         view.focus()
         self._render_log_bar()
 
-    def action_search_next(self) -> None:
-        if self.query_one("#logview", LogView).search_next() is None:
-            self.notify("no further match", timeout=1)
-        self._render_log_bar()
-
-    def action_search_prev(self) -> None:
-        if self.query_one("#logview", LogView).search_next(backwards=True) is None:
-            self.notify("no earlier match", timeout=1)
+    def action_search_next(self, backwards: bool = False) -> None:
+        if self.query_one("#logview", LogView).search_next(backwards) is None:
+            self.notify(f"no {'earlier' if backwards else 'further'} match", timeout=1)
         self._render_log_bar()
 
     def action_wrap(self) -> None:
@@ -670,22 +638,16 @@ class MonitorScreen(Screen[None]):
         )
 
     def action_compare(self) -> None:
-        from console.tui.screens.compare import compare_selected
-
         compare_selected(self, self.run_dir)
 
     def action_report(self) -> None:
         self.app.open_report(self.run_dir)  # type: ignore[attr-defined]
 
     def action_cancel(self) -> None:
-        from console.tui.screens.dialogs import confirm_cancel
-
         live = self.snapshot is not None and self.snapshot.status in LIVE_STATUSES
         confirm_cancel(self, self.run_dir, self.run_dir.name, live)
 
     def action_rerun_fix(self) -> None:
-        from console.tui.screens.dialogs import ConfirmDialog
-
         primary = ((self.snapshot.triage if self.snapshot else None) or {}).get("primary")
         if not _has_fix(primary) and self._verdict:
             primary = self._verdict.get("primary") or primary
@@ -709,34 +671,9 @@ class MonitorScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="monitor-rerun")
     def start_rerun(self, remedy: dict[str, Any]) -> None:
-        try:
-            new_dir = backend.rerun_with_remedy(self.run_dir, remedy)
-        except Exception as exc:  # noqa: BLE001 - one line to the user
-            self.post_message(TaskDone("rerun", error=str(exc)))
-            return
-        self.post_message(TaskDone("rerun", new_dir))
+        self.post_message(task_done("rerun", lambda: backend.rerun_with_remedy(self.run_dir, remedy)))
 
 
 def _has_fix(primary: dict[str, Any] | None) -> bool:
     remedy = (primary or {}).get("remedy") or {}
     return any(remedy.get(k) for k in ("env", "overrides", "unset"))
-
-
-def _psutil_host(paths: list[str]) -> dict[str, Any]:
-    import shutil
-
-    import psutil
-
-    mem = psutil.virtual_memory()
-    disks: dict[str, int] = {}
-    for p in paths:
-        try:
-            disks[p] = shutil.disk_usage(p).free
-        except OSError:
-            continue
-    return {
-        "cpu": psutil.cpu_percent(interval=None),
-        "mem_used": mem.total - mem.available,
-        "mem_total": mem.total,
-        "disks": disks,
-    }

@@ -19,10 +19,12 @@ from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, TextArea
 
 from console.commandtext import command_line
+from console.errors import SpecError
 from console.redact import redact_text
 from console.spec import FRAMEWORKS, LAUNCHERS, RunSpec, make_spec
 from console.tui import backend
-from console.tui.messages import TaskDone
+from console.tui.messages import TaskDone, task_done
+from console.tui.screens.dialogs import ConfirmDialog
 from console.tui.widgets.footer import ConsoleFooter
 
 if TYPE_CHECKING:  # console.plan imports Hydra: the screen gets it through backend, when used
@@ -132,9 +134,9 @@ class NewRunScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("f2", "preview", "Preview", key_display="F2"),
-        Binding("f3", "preflight", "Preflight", key_display="F3"),
-        Binding("ctrl+l", "launch", "Launch"),
+        Binding("f2", "task('preview')", "Preview", key_display="F2"),
+        Binding("f3", "task('preflight')", "Preflight", key_display="F3"),
+        Binding("ctrl+l", "task('launch')", "Launch"),
     ]
 
     def __init__(self, runs_dir: Path) -> None:
@@ -145,7 +147,6 @@ class NewRunScreen(Screen[None]):
         self.need_variant: set[int] = set()
         self.recommended: list[int] = []
         self.plan: Any = None
-        self.doctor: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -235,8 +236,7 @@ class NewRunScreen(Screen[None]):
             return
         status.update("")
         for item in self.levels:
-            number = item.number
-            levels_list.add_option((self._level_prompt(item), number, number == 0))
+            levels_list.add_option((self._level_prompt(item), item.number, item.number == 0))
         try:
             questions = backend.touched_areas()
         except Exception:  # noqa: BLE001 - no questions in this catalog
@@ -250,13 +250,11 @@ class NewRunScreen(Screen[None]):
         self._check_choice()
 
     def _level_prompt(self, item: LevelInfo) -> Text:
-        number = item.number
-        prompt = Text(f"L{number} ", style="bold")
+        prompt = Text(f"L{item.number} ", style="bold")
         prompt.append(item.title)
-        gpus = item.gpus
-        if gpus:
-            prompt.append(f"  {gpus} GPU", style="dim")
-        if number in self.recommended:
+        if item.gpus:
+            prompt.append(f"  {item.gpus} GPU", style="dim")
+        if item.number in self.recommended:
             prompt.append("  recommended", style="bold green")
         return prompt
 
@@ -273,17 +271,13 @@ class NewRunScreen(Screen[None]):
             "" if self.variant_info else f"{self.framework} has no variants"
         )
 
-    def _level_info(self, number: int) -> LevelInfo | None:
-        return next((lv for lv in self.levels if lv.number == number), None)
-
     def level_guide(self, number: int) -> Text:
-        item = self._level_info(number)
+        item = next((lv for lv in self.levels if lv.number == number), None)
         if item is None:
             return Text("")
         text = Text()
         text.append(f"Level {number}: {item.title}", style="bold")
-        gpus = item.gpus
-        text.append(f"  ({gpus} GPU)" if gpus else "  (no GPU needed)", style="dim")
+        text.append(f"  ({item.gpus} GPU)" if item.gpus else "  (no GPU needed)", style="dim")
         if number in self.recommended:
             text.append("  recommended for your change", style="bold green")
         text.append("\nrequired when: ", style="bold")
@@ -389,11 +383,10 @@ class NewRunScreen(Screen[None]):
         self.recommended = [int(n) for n in wanted]
         levels = self.query_one("#levels", SelectionList)
         for i, item in enumerate(self.levels):
-            number = item.number
             with contextlib.suppress(Exception):
                 levels.replace_option_prompt_at_index(i, self._level_prompt(item))
-            if number in wanted:
-                levels.select(number)
+            if item.number in wanted:
+                levels.select(item.number)
         self.query_one("#levels-status", Static).update(
             "recommended for what you ticked: "
             + ", ".join(f"Level {n}" for n in self.recommended)
@@ -434,20 +427,13 @@ class NewRunScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="newrun-overrides")
     def check_overrides(self, overrides: list[str], repo: str | None) -> None:
-        try:
-            result = backend.validate_overrides(overrides, repo=repo)
-        except Exception as exc:  # noqa: BLE001 - the one-line SpecError is the message
-            self.post_message(TaskDone("overrides", error=str(exc)))
-            return
-        self.post_message(TaskDone("overrides", result))
+        self.post_message(task_done("overrides", lambda: backend.validate_overrides(overrides, repo=repo)))
 
     # -- spec --------------------------------------------------------------------------------
     def _overrides(self) -> list[str]:
         return [ln.strip() for ln in self.query_one("#overrides", TextArea).text.splitlines() if ln.strip()]
 
     def build_spec(self) -> RunSpec:
-        from console.errors import SpecError
-
         env, err = parse_env(self.query_one("#env", TextArea).text)
         if err:
             raise SpecError(f"Environment, {err}")
@@ -478,41 +464,26 @@ class NewRunScreen(Screen[None]):
 
     # -- actions -----------------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        {
-            "preview-button": self.action_preview,
-            "preflight-button": self.action_preflight,
-            "launch-button": self.action_launch,
-        }[str(event.button.id)]()
-
-    def _spec_or_error(self) -> RunSpec | None:
-        try:
-            return self.build_spec()
-        except Exception as exc:  # noqa: BLE001
-            self._error(str(exc))
-            return None
+        self.action_task(str(event.button.id).removesuffix("-button"))
 
     def _error(self, message: str) -> None:
         message = in_console_words(message)
         self.notify(message, severity="error", timeout=8)
         self._guide(Text(message, style="bold red"))
 
-    def action_preview(self) -> None:
-        spec = self._spec_or_error()
-        if spec is not None:
-            self.run_task("preview", spec)
-
-    def action_preflight(self) -> None:
-        spec = self._spec_or_error()
-        if spec is not None:
+    def action_task(self, kind: str) -> None:
+        """F2 preview, F3 preflight or ctrl+l launch the run the form describes."""
+        try:
+            spec = self.build_spec()
+        except Exception as exc:  # noqa: BLE001
+            self._error(str(exc))
+            return
+        if kind == "preflight":
             self.query_one("#preflight-out", Static).update("running preflight checks...")
             self._show("#preflight-out")
-            self.run_task("preflight", spec)
-
-    def action_launch(self) -> None:
-        spec = self._spec_or_error()
-        if spec is not None:
+        elif kind == "launch":
             self.notify("preflight, then launch...")
-            self.run_task("launch", spec)
+        self.run_task(kind, spec)
 
     def _show(self, selector: str) -> None:
         """Bring a result into view (top of the form's visible part)."""
@@ -574,16 +545,18 @@ class NewRunScreen(Screen[None]):
                 "(after the same checks)."
             )
         elif message.kind == "preflight":
-            self.plan, self.doctor = message.result
-            self._show_doctor(self.doctor)
+            self.plan, doctor = message.result
+            self._show_doctor(doctor)
         elif message.kind == "blocked":
-            self.plan, self.doctor, spec = message.result
-            self._show_doctor(self.doctor)
-            self._ask_start_anyway(spec, self.doctor)
+            self.plan, doctor, spec = message.result
+            self._show_doctor(doctor)
+            self._ask_start_anyway(spec, doctor)
         elif message.kind in ("launch", "launch-anyway"):
+            from console.tui.screens.monitor import MonitorScreen
+
             run_dir = Path(message.result)
             self.notify(f"started {run_dir.name} (it keeps running if you quit)")
-            self.app.switch_screen(_monitor(run_dir))
+            self.app.switch_screen(MonitorScreen(run_dir))
 
     def _show_doctor(self, doctor: dict[str, Any]) -> None:
         self.query_one("#preflight-out", Static).update(render_doctor(doctor))
@@ -599,8 +572,6 @@ class NewRunScreen(Screen[None]):
         self._guide(text)
 
     def _ask_start_anyway(self, spec: RunSpec, doctor: dict[str, Any]) -> None:
-        from console.tui.screens.dialogs import ConfirmDialog
-
         blocks = [
             f"{c.get('id')}: {str(c.get('evidence') or '').splitlines()[0][:80] if c.get('evidence') else ''}"
             for c in doctor.get("checks") or []
@@ -620,12 +591,6 @@ class NewRunScreen(Screen[None]):
             ),
             answer,
         )
-
-
-def _monitor(run_dir: Path) -> Screen[None]:
-    from console.tui.screens.monitor import MonitorScreen
-
-    return MonitorScreen(run_dir)
 
 
 def render_preview(plan: Any) -> Text:

@@ -1,8 +1,7 @@
 """Triage: open any log file (of any size) and browse its findings next to the lines they point at.
 
-The triage engine runs in a child process (``rl-console triage --json``), so scanning a
-multi-GB log never starves the view. The findings list and the highlighted finding in full (cause, advice, remedy, evidence line) sit
-above a virtual view of the whole file: enter jumps to the finding's line wherever it is.
+The triage engine runs in a child process (``rl-console triage --json``), so scanning a multi-GB
+log never starves the view. Enter jumps to the finding's line in a virtual view of the whole file.
 """
 
 from __future__ import annotations
@@ -112,18 +111,10 @@ class TriageScreen(Screen[None]):
                 "No findings: nothing in this log matched a triage rule."
             )
         options.focus()
-        if findings:
-            first = next(
-                (
-                    i
-                    for i, f in enumerate(findings)
-                    if primary
-                    and f.get("class") == primary.get("class")
-                    and f.get("line") == primary.get("line")
-                ),
-                0,
-            )
-            options.highlighted = first
+        if findings:  # the primary finding first, else the first one
+            where = [(f.get("class"), f.get("line")) for f in findings]
+            mark = (primary.get("class"), primary.get("line")) if primary else None
+            options.highlighted = where.index(mark) if mark in where else 0
 
     def _finding(self, index: int | None) -> dict[str, Any] | None:
         findings = (self.result or {}).get("findings") or []
@@ -136,10 +127,7 @@ class TriageScreen(Screen[None]):
             self._jump(finding)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        finding = self._finding(event.option_index)
-        if finding:
-            self._jump(finding)
-            self.query_one("#triage-log", VirtualLogView).focus()
+        self.action_goto_finding()  # the selected option is the highlighted one
 
     def action_goto_finding(self) -> None:
         options = self.query_one("#triage-list", OptionList)

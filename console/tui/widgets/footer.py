@@ -1,9 +1,5 @@
-"""The footer every screen uses: at 80 columns the keys a newcomer needs most come first.
-
-Textual's footer lists the focused widget's and the screen's keys before the app's, so at 80x24
-q (quit), ? (help), r (report) and t (theme) were cut off the right edge. This one puts them first
-and uses the compact style; the other keys follow in their usual order.
-"""
+"""The footer every screen uses: compact, with q (quit), ? (help), r (report) and t (theme) first,
+which Textual's own footer (the focused widget's and the screen's keys first) cut off at 80 columns."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import re
 import textwrap
 from collections import deque
 from collections.abc import Iterable
+from functools import partial
 
 from rich.highlighter import Highlighter
 from rich.text import Text
@@ -55,7 +56,6 @@ class LogView(Log):
         self.wrap = False
         self._filter_rx: re.Pattern[str] | None = None
         self._search_hit = -1
-        self.can_focus = True
 
     # -- feeding ---------------------------------------------------------------------------
     def append_lines(self, lines: Iterable[str]) -> None:
@@ -78,15 +78,8 @@ class LogView(Log):
         lines = [ln for ln in batch if rx.search(ln)] if rx is not None else list(batch)
         if self.wrap:
             width = max(20, (self.scrollable_content_region.width or 80) - 1)
-            wrapped: list[str] = []
-            for ln in lines:
-                if len(ln) <= width:
-                    wrapped.append(ln)
-                else:
-                    wrapped.extend(
-                        textwrap.wrap(ln, width, drop_whitespace=False, break_on_hyphens=False) or [""]
-                    )
-            return wrapped
+            wrap = partial(textwrap.wrap, width=width, drop_whitespace=False, break_on_hyphens=False)
+            return [part for ln in lines for part in (wrap(ln) if len(ln) > width else [ln])]
         return lines
 
     def rebuild(self) -> None:
@@ -130,16 +123,14 @@ class LogView(Log):
                 return y
         return None
 
-    def toggle_wrap(self) -> bool:
+    def toggle_wrap(self) -> None:
         self.wrap = not self.wrap
         self.rebuild()
-        return self.wrap
 
-    def toggle_follow(self) -> bool:
+    def toggle_follow(self) -> None:
         self.auto_scroll = not self.auto_scroll
         if self.auto_scroll:
             self.scroll_end(animate=False)
-        return self.auto_scroll
 
     def on_resize(self) -> None:
         if self.wrap:

@@ -1,9 +1,5 @@
-"""A log view over a :class:`LineIndex`: the whole file is scrollable, only visible rows are read.
-
-A worker indexes the file in bounded chunks (the first screen shows as soon as its lines are
-indexed), then follows it (growth, truncation, rotation: the index's Tailer). ``goto(n)`` jumps
-to any line, waiting for the index to reach it when needed; the target line is highlighted.
-"""
+"""A log view over a :class:`LineIndex`: the whole file scrolls, only visible rows are read, and
+``goto(n)`` waits for the index to reach line n, then centres and highlights it."""
 
 from __future__ import annotations
 
@@ -22,12 +18,9 @@ from textual.strip import Strip
 from textual.worker import get_current_worker
 
 from console.tui.lineindex import LineIndex
+from console.tui.widgets.logview import LogHighlighter
 
 FOLLOW_POLL_S = 0.25
-_LEVELS = (
-    (re.compile(r"\b(ERROR|Error|FAILED|Traceback|CRITICAL|FATAL)\b"), "bold red"),
-    (re.compile(r"\b(WARNING|WARN|Warning)\b"), "yellow"),
-)
 
 
 @dataclass
@@ -48,46 +41,26 @@ class VirtualLogView(ScrollView, can_focus=True):
     """
     COMPONENT_CLASSES = {"virtuallog--target", "virtuallog--gutter"}
 
-    def __init__(self, path: Path | None = None, *, id: str | None = None) -> None:
+    def __init__(self, path: Path, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.index: LineIndex | None = None
+        self.index = LineIndex(path)
         self.target: int | None = None  # 1-based line to show highlighted
         self._pending_goto: int | None = None
-        self.search: re.Pattern[str] | None = None
+        self.highlighter = LogHighlighter()  # error/warning words and the search term
         self.follow = False
         self._width = 0
         self._generation = 0
-        if path is not None:
-            self.open(path)
 
     # -- data ----------------------------------------------------------------------------------
-    def open(self, path: Path) -> None:
-        if self.index is not None:
-            self.index.close()
-        self.index = LineIndex(path)
-        self.target = None
-        self._width = 0
-        self.virtual_size = Size(0, 0)
-        if self.is_attached:
-            self._start()
-
     def on_mount(self) -> None:
-        if self.index is not None:
-            self._start()
-
-    def on_unmount(self) -> None:
-        if self.index is not None:
-            self.index.close()
-
-    def _start(self) -> None:
-        self.workers.cancel_group(self, "virtuallog")
         self.build_index(self.index)
 
+    def on_unmount(self) -> None:
+        self.index.close()
+
     @work(thread=True, exclusive=True, group="virtuallog")
-    def build_index(self, index: LineIndex | None) -> None:
+    def build_index(self, index: LineIndex) -> None:
         worker = get_current_worker()
-        if index is None:
-            return
         while not worker.is_cancelled:
             if not index.scan_done:
                 index.scan()
@@ -102,8 +75,6 @@ class VirtualLogView(ScrollView, can_focus=True):
     def on_index_grew(self, message: IndexGrew) -> None:
         message.stop()
         index = self.index
-        if index is None:
-            return
         if index.generation != self._generation:  # truncated or rotated: start over
             self._generation = index.generation
             self._width = 0
@@ -125,13 +96,11 @@ class VirtualLogView(ScrollView, can_focus=True):
 
     @property
     def line_count(self) -> int:
-        return 0 if self.index is None else self.index.line_count
+        return self.index.line_count
 
     def status(self) -> str:
         """One line for a status bar: lines known, indexing progress, pending jump."""
         index = self.index
-        if index is None:
-            return "no file"
         parts = [f"{index.line_count:,} lines"]
         if not index.scan_done:
             parts.append(f"indexing {index.progress():.0%}")
@@ -145,7 +114,7 @@ class VirtualLogView(ScrollView, can_focus=True):
     def goto(self, line: int) -> bool:
         """Centre line ``line`` (1-based) and highlight it; False when it is not indexed yet."""
         self.target = max(1, line)
-        if self.index is None or line > self.index.line_count:
+        if line > self.index.line_count:
             self._pending_goto = line
             self.refresh()
             return False
@@ -157,7 +126,7 @@ class VirtualLogView(ScrollView, can_focus=True):
         return True
 
     def set_search(self, text: str) -> None:
-        self.search = re.compile(re.escape(text), re.IGNORECASE) if text else None
+        self.highlighter.search = re.compile(re.escape(text), re.IGNORECASE) if text else None
         self.refresh()
 
     # -- rendering -----------------------------------------------------------------------------
@@ -165,17 +134,12 @@ class VirtualLogView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         number = scroll_y + y + 1
         width = self.scrollable_content_region.width
-        if self.index is None or number > self.index.line_count:
+        if number > self.index.line_count:
             return Strip.blank(width, self.rich_style)
         text = self.index.line(number)
         gutter_w = max(6, len(str(self.index.line_count)) + 1)
         body = Text(text, no_wrap=True, end="")
-        for rx, style in _LEVELS:
-            for m in rx.finditer(text):
-                body.stylize(style, m.start(), m.end())
-        if self.search is not None:
-            for m in self.search.finditer(text):
-                body.stylize("reverse bold", m.start(), m.end())
+        self.highlighter.highlight(body)
         base = self.rich_style
         if number == self.target:
             base = base + self.get_component_rich_style("virtuallog--target")
@@ -191,9 +155,8 @@ class VirtualLogView(ScrollView, can_focus=True):
             self._width = line_w
             self.call_later(self._grow_width)
         strip = Strip(segments).crop(scroll_x, scroll_x + width - gutter_w)
-        strip = Strip([gutter, *strip]).adjust_cell_length(width, base)
-        return strip
+        return Strip([gutter, *strip]).adjust_cell_length(width, base)
 
     def _grow_width(self) -> None:
-        if self.index is not None and self._width > self.virtual_size.width:
+        if self._width > self.virtual_size.width:
             self.virtual_size = Size(self._width, self.index.line_count)
