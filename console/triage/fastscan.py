@@ -15,8 +15,9 @@ it had been fed every line, so live findings and post-mortem triage JSON are the
 ``GatedFeed`` is the live path (the supervisor, one line at a time). ``FastFileScanner`` is the
 post-mortem path. Per 16 MiB chunk of raw bytes (read, not mapped: memory stays bounded):
 1. one Aho-Corasick pass finds the literals feed() acts on, guard words, and rule-only literals;
-2. lines holding only rule-only literals go through one more automaton (``line_keys``: the rules' keys,
-   on the lowercased line stripped of ANSI codes); the few with a key are kept;
+2. lines holding only rule-only or glog error-level literals go through one more automaton (``line_keys``:
+   the keys of their rules or of the error-level regex, on the lowercased line stripped of ANSI codes);
+   the few with a key are kept;
 3. only the kept lines are sliced, decoded and cleaned, in one pass over the hits; a line with a
    literal feed() acts on goes straight to it (``feed_light`` with the literals found, when they all
    only select markers or metrics and the line is clean UTF-8), the others through
@@ -144,8 +145,7 @@ class LineGate:
     """Decides whether ``engine.feed`` can change anything for one line (outside a traceback).
 
     ``needs_feed(text)`` takes the text exactly as ``feed`` will look at it (``text_for_gate``); False
-    means that ``feed`` would only count the line. ``may_need_feed(raw)`` is a cheaper first test on
-    the raw bytes of a line (False: ``needs_feed`` would be False too).
+    means that ``feed`` would only count the line.
     """
 
     def __init__(self, engine: TriageEngine) -> None:
@@ -320,7 +320,7 @@ class LineGate:
         return bool(ac.find_matches_as_indexes(raw.lower()))
 
 
-# ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see may_need_feed).
+# ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see line_keys).
 _ANSI_B = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
