@@ -233,9 +233,10 @@ class MetricWatch:
         if len(self.reward_before) < 3 or len(self.reward) < COLLAPSE_STEPS:
             return None
         last = self.reward[-1][2]
-        # the median is at most the largest earlier value (all finite): a newest value above that bound
-        # cannot be part of a collapse, so the usual line needs no sort
-        if not math.isfinite(last) or last > COLLAPSE_FRACTION * max(self.reward_before):
+        # the median is at most the largest earlier value (all finite): a tail holding a value above that
+        # bound cannot be a collapse, so the usual line needs no sort
+        bound = COLLAPSE_FRACTION * max(self.reward_before)
+        if not math.isfinite(last) or last > bound or any(r[2] > bound for r in self.reward):
             return None
         before = sorted(self.reward_before)
         peak = before[len(before) // 2]  # the median level: robust to a single lucky batch
