@@ -1,11 +1,8 @@
 """Baseline vs candidate: did a Bridge change move the numbers? (headless; no Textual here)
 
 ``compare_runs(baseline_dir, candidate_dir, tolerances=[...], last_k=None) -> dict`` reads both run
-folders and returns the comparison (the ``compare --json`` document): both runs' facts, a row per
-metric (last-k means, delta, relative delta, max step differences, first step beyond tolerance),
-timing and throughput with regressions, GPU peak memory per device, every difference between the
-runs, how closely the curves matched, the aligned curves, and the verdict with its reasons.
-Tolerances come from ``console/catalog/compare.toml`` (``console.compare.tolerances``).
+folders and returns the comparison (the ``compare --json`` document, its keys built below), with
+tolerances from ``console/catalog/compare.toml`` (``console.compare.tolerances``).
 """
 
 from __future__ import annotations

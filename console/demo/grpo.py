@@ -1,13 +1,9 @@
 """The embedded demo workload: GRPO of a tiny transformer policy on a toy task, in PyTorch.
 
-Run: ``python -u -m console.demo.grpo --tb-dir DIR [--steps N] [--variant nan] [--device auto|cpu|cuda]
-[--seed S] [--lr-scale X] [--advantage-norm std|mean] [KEY=VALUE ...]``. It prints NeMo-RL-shaped step
-banners, phase lines and results blocks, and writes TensorBoard scalars under NeMo-RL's tag names so
-the same monitor, metrics dump and checks apply.
-
-``KEY=VALUE`` arguments are NeMo-RL-style overrides of the few keys the demo has (``grpo.seed``,
-``grpo.max_num_steps``, ``grpo.num_prompts_per_step``, ``grpo.num_generations_per_prompt``,
-``grpo.normalize_rewards``, ``policy.optimizer.kwargs.lr``); an unknown key fails as Hydra does.
+Run: ``python -u -m console.demo.grpo --tb-dir DIR [options] [KEY=VALUE ...]`` (``--help``). It prints
+NeMo-RL-shaped step banners, phase lines and results blocks, and writes TensorBoard scalars under
+NeMo-RL's tag names so the same monitor, metrics dump and checks apply. ``KEY=VALUE``: NeMo-RL-style
+overrides of the demo's few keys (``OVERRIDE_KEYS``); an unknown key fails as Hydra does.
 
 The ``nan`` variant trains the same task with an absurd learning rate: the weights really blow up and
 the loss and gradient norm really become NaN/inf (the run goes on and logs them). ``--lr-scale`` and
