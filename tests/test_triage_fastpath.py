@@ -184,6 +184,24 @@ def test_framework_evidence_around_the_detection_window(tmp_path: Path) -> None:
     assert fast["framework"] == "verl"
 
 
+def test_glog_level_lines_same_as_line_by_line() -> None:
+    """Lines whose only literals are glog levels (``.cc:``, `` C ``...) reach the engine by the keys of the
+    error-level regex (``regexfactors.pair_keys``): each form alone and all of them, among other lines."""
+    forms = [
+        b"E1121 10:00:00.123456  123 gcs_server.cc:12] lost",  # glog with no bracket: key "e1"
+        b"F\x1b[m1121 10:00:00.1 7 gcs_server.cc:1] lost",  # an ANSI code inside the key "f1"
+        "E\u0663\u0661\u0662\u0661 10:00:00.1 1 gcs_server.cc:1] x".encode(),  # non-ASCII digits
+        b"[W1121 10:00:00.1 ProcessGroupNCCL.cpp:45] gcs_server [repeated 7x across cluster]",  # no key
+        b"[2024-05-01 10:00:00,000 C 12 34] gcs_server died",
+        b"[F a/b.cc:3] gcs_server\r[E0 gcs_server.cc:1]",
+    ]
+    filler = b"".join(b"(Worker pid=%d) Checkpoint %d saved to /tmp/ckpt\n" % (i, i) for i in range(40))
+    for data in [filler + f + b"\n" + filler for f in forms] + [filler.join(f + b"\n" for f in forms * 3)]:
+        fast, ref, _ = _scan_bytes(data, 1 << 20, "verl")
+        assert fast == ref, data[-200:]
+    assert "gcs_server" in json.dumps(fast)
+
+
 def _random_log(rnd: random.Random, n: int) -> bytes:
     """Lines assembled from fragments that matter to the engine, mixed with noise and damage."""
     cat = default_catalog()
@@ -349,6 +367,28 @@ def test_regex_factors_cases(pattern: str, yes: list[str], no: list[str]) -> Non
     for text in no:
         assert not rx.search(text)
         assert not f.may_match(text) or f.query is True, text
+
+
+def test_pair_keys_are_in_every_line_a_pattern_matches() -> None:
+    from console.triage.engine import _ERROR_LEVEL_RE
+    from console.triage.fastscan import top_alternatives
+
+    pats = [*top_alternatives(_ERROR_LEVEL_RE), *(r.regex for r in default_catalog().rules)]
+    lines = _all_lines() + ["E\u0663\u0661\u0662\u0661 10:00:00.1 1 a.cc:1]", "[2024-05-01 1:0 C 1 2]"]
+    matched = 0
+    for rx in pats:
+        keys = regexfactors.pair_keys(rx)
+        for line in lines if keys else ():
+            if rx.search(line):
+                matched += 1
+                assert any(k in line.encode().lower() for k in keys), (rx.pattern, line)
+    assert matched > 20
+    assert regexfactors.pair_keys(re.compile(r"x[^a]b|y")) is None
+    assert regexfactors.pair_keys(re.compile(r"(?:^|\s)[EF]\d+")) == sorted(
+        e + d
+        for e in (b"e", b"f")
+        for d in [b"%d" % i for i in range(10)] + [bytes([b]) for b in range(0xC2, 0xF5)]
+    )
 
 
 def test_case_folding_covers_every_character_a_regex_folds_to_ascii() -> None:

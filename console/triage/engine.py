@@ -602,25 +602,24 @@ class TriageEngine:
             hit = m.regex.search(body)
             if hit is None:
                 continue
-            groups = hit.groupdict()
-            if m.kind == "progress":
-                step = int(groups["step"])
+            if m.kind == "progress":  # (groupdict() would copy every group, a verl line's rest too)
+                step = int(hit.group("step"))
                 if step < m.min_step:
                     continue
-                self.step = step if self.step is None else max(self.step, step)
-                if groups.get("total"):
-                    self.total = int(groups["total"])
+                self.step = step if self.step is None or step > self.step else self.step
+                if "total" in m.regex.groupindex and hit.group("total"):
+                    self.total = int(hit.group("total"))
                 if m.complete_at_total and self.total and step >= self.total:
                     self._complete(lineno, body)
             elif m.kind == "total":
-                self.total = int(groups["total"])
+                self.total = int(hit.group("total"))
             elif m.kind == "complete":
                 self._complete(lineno, body)
             elif m.kind == "context" and m.tag:
                 self.context[m.tag] = lineno
                 self.context_first.setdefault(m.tag, lineno)
             elif m.kind == "evidence" and m.tag:
-                self.evidence.setdefault(m.tag, groups.get("value") or body.strip())
+                self.evidence.setdefault(m.tag, hit.groupdict().get("value") or body.strip())
             elif m.kind == "exiting" and self.exiting_line is None:
                 self.exiting_line = lineno
             elif m.kind == "fatal" and len(self.fatal) < 20:

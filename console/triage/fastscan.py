@@ -15,8 +15,9 @@ it had been fed every line, so live findings and post-mortem triage JSON are the
 ``GatedFeed`` is the live path (the supervisor, one line at a time). ``FastFileScanner`` is the
 post-mortem path. Per 16 MiB chunk of raw bytes (read, not mapped: memory stays bounded):
 1. one Aho-Corasick pass finds the literals feed() acts on, guard words, and rule-only literals;
-2. lines holding only rule-only literals go through one more automaton (``line_keys``: the rules' keys,
-   on the lowercased line stripped of ANSI codes); the few with a key are kept;
+2. lines holding only rule-only or glog error-level literals go through one more automaton (``line_keys``:
+   the keys of their rules or of the error-level regex, on the lowercased line stripped of ANSI codes);
+   the few with a key are kept;
 3. only the kept lines are sliced, decoded and cleaned, in one pass over the hits; a line with a
    literal feed() acts on goes straight to it (``feed_light`` with the literals found, when they all
    only select markers or metrics and the line is clean UTF-8), the others through
@@ -37,7 +38,7 @@ from typing import Any, BinaryIO
 from console.monitor.text import clean_line
 from console.triage.engine import ERROR_LEVEL_LITERALS, STRUCTURE_LITERALS, TriageEngine
 from console.triage.model import FindingRecord
-from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, query_keys, required
+from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, pair_keys, query_keys, required
 
 CHUNK = 16 << 20
 LINE_CAP = 64 << 10  # a giant line is classified on its first 64 KiB
@@ -144,8 +145,7 @@ class LineGate:
     """Decides whether ``engine.feed`` can change anything for one line (outside a traceback).
 
     ``needs_feed(text)`` takes the text exactly as ``feed`` will look at it (``text_for_gate``); False
-    means that ``feed`` would only count the line. ``may_need_feed(raw)`` is a cheaper first test on
-    the raw bytes of a line (False: ``needs_feed`` would be False too).
+    means that ``feed`` would only count the line.
     """
 
     def __init__(self, engine: TriageEngine) -> None:
@@ -193,8 +193,7 @@ class LineGate:
             self._lits = lits
         # rule-only literals whose rules all have keys (see regexfactors.Factors.keys): a line holding only
         # such literals matters only when one of those keys is in it (line_keys)
-        keys: dict[bytes, set[str]] = {}  # key -> the literals whose rules it is a key of
-        self._keyed: set[str] = set()
+        self._keys: dict[str, set[bytes]] = {}  # literal -> the keys of its rules
         for lit in self._rule_lits:
             # the keys of each rule this literal selects, knowing only that the literal is in the line
             ks = [
@@ -202,19 +201,14 @@ class LineGate:
                 for i in self._rules_by_lit.get(lit, ())
             ]
             if ks and all(ks):
-                self._keyed.add(lit)
-                for k in {k.lower().encode() for kk in ks for k in kk or ()}:
-                    keys.setdefault(k, set()).add(lit)
-        self._key_ac: Any = None
-        self._key_lits: list[frozenset[str] | None] = []
-        if keys and self._ac is not None:
-            import ahocorasick_rs
-
-            pats = sorted(set(keys) | set(FOLD_SPECIALS))
-            self._key_lits = [frozenset(keys[p]) if p in keys else None for p in pats]  # None: any literal
-            self._key_ac = ahocorasick_rs.BytesAhoCorasick(
-                pats, implementation=ahocorasick_rs.Implementation.DFA
-            )
+                self._keys[lit] = {k.lower().encode() for kk in ks for k in kk or ()}
+        # so are the error-level literals that do nothing else, when every alternative of the regex has keys
+        level_keys = [query_keys(f.query) or pair_keys(rx) for rx, f in self._level_parts]
+        if all(level_keys):
+            ks = {k.lower().encode() if isinstance(k, str) else k for kk in level_keys for k in kk or ()}
+            self._keys.update(dict.fromkeys(self._level_only, ks))
+        self._keyed = set(self._keys) if self._ac is not None else set()
+        self._key_acs: dict[frozenset[str], Any] = {}  # the automaton of the keys of a set of literals
 
     def hit_finder(self) -> tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str]:
         """(finder of hits in a raw chunk, the kind of each pattern index, the finder's name).
@@ -225,7 +219,7 @@ class LineGate:
         """
         pats = [x.encode() for x in self.chunk_literals()]
         find, name, allp = _hit_finder(pats, True)
-        keyed = {lit.encode(): lit for lit in self._keyed} if self._key_ac is not None else {}
+        keyed = {lit.encode(): lit for lit in self._keyed}
         sure = {lit.encode() for lit in self._sure | self._marker_only}
         # True: a literal feed() acts on, or one that only selects markers (the line goes straight to feed():
         # such lines are nearly always progress banners that needs_feed would pass); the literal when it is a keyed
@@ -309,19 +303,24 @@ class LineGate:
         case-insensitive keys, except for the four non-ASCII characters that ``fold`` maps to ASCII,
         which are keys themselves.
         """
-        if b"\x1b" in raw:
+        if 27 in raw:  # ESC
             raw = _ANSI_B.sub(b"", raw)
-            if b"\x1b" in raw:
+            if 27 in raw:
                 raw = _ANSI_B.sub(b"", raw)
-        key_lits = self._key_lits
-        for idx, _, _ in self._key_ac.find_matches_as_indexes(raw.lower(), overlapping=True):
-            owners = key_lits[idx]
-            if owners is None or not owners.isdisjoint(lits):
-                return True
-        return False
+        lits_set = frozenset(lits)
+        ac = self._key_acs.get(lits_set)
+        if ac is None:
+            import ahocorasick_rs
+
+            if len(self._key_acs) >= 256:
+                self._key_acs.clear()
+            pats = sorted({k for lit in lits_set for k in self._keys[lit]} | set(FOLD_SPECIALS))
+            ac = ahocorasick_rs.BytesAhoCorasick(pats, implementation=ahocorasick_rs.Implementation.DFA)
+            self._key_acs[lits_set] = ac
+        return bool(ac.find_matches_as_indexes(raw.lower()))
 
 
-# ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see may_need_feed).
+# ANSI codes as console.monitor.text strips them, on bytes, never across a CR (see line_keys).
 _ANSI_B = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
@@ -362,7 +361,7 @@ def line_text(raw: bytes) -> str:
         raw = raw[:LINE_CAP]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    if b"\x1b" not in raw and b"\r" not in raw and b"\x00" not in raw:
+    if 27 not in raw and 13 not in raw and 0 not in raw:  # ESC, CR, NUL
         return raw.decode("utf-8", errors="replace")  # what clean_line leaves of it (no newline in raw)
     return clean_line(raw)
 
@@ -386,7 +385,7 @@ class FastFileScanner:
             *(lights if len(lights) == len(kinds) else [None] * len(kinds)),
             None,
         ]
-        self.inert = [lit.encode() for lit in gate.roles["inert"]]
+        self.inert = sorted(gate.roles["inert"])
         self.lineno = 1  # number of the line starting at the current chunk's offset 0
         self.fed = 0
         self.candidates = 0
@@ -429,7 +428,7 @@ class FastFileScanner:
         """One line that may matter (no traceback open, past detection): see the module docstring."""
         if raw[-1:] == b"\r":
             raw = raw[:-1]
-        if b"\x1b" in raw or b"\r" in raw or b"\x00" in raw:
+        if 27 in raw or 13 in raw or 0 in raw:  # ESC, CR, NUL (a byte value is found by memchr, faster)
             text = clean_line(raw)
         else:
             try:
@@ -440,7 +439,7 @@ class FastFileScanner:
             if light is not None:
                 # the literals found are exactly those in the text, unless an inert one is there too
                 for lit in self.inert:
-                    if lit in raw:
+                    if lit in text:
                         break
                 else:
                     self.fed += 1

@@ -76,68 +76,41 @@ def _kind(key: str) -> str | None:
 
 
 class _Shape(NamedTuple):
-    """A line with its ASCII digit runs as groups, and what _PAIR and _STEP read in any line of that shape.
+    """A line with its ASCII digit runs as ``[0-9]+``, and each value and the step number _PAIR and _STEP
+    read in it as a group: what they read in any line of that shape.
 
     Every item of _PAIR and _STEP treats an ASCII digit by its class only (``\\d``, ``\\w``, not a letter,
     not ``.``, not a space, and under unbounded repetition), and no match or group of theirs starts or ends
     inside a digit run (a key starts with a letter; a value or a step number follows a non-digit and is
     followed by a non-digit). So two lines that differ only in the contents of their nonempty digit runs
     give the same matches, run for run: the same keys up to digits (which ``_kind`` ignores), and values
-    and step numbers made of the same runs and the same text between them.
+    and step numbers at the same places, made of the same runs and the same text between them.
     """
 
     rx: re.Pattern[str]
-    # a value read is ``template % match.group(*groups)`` (just the template when it has no digit run)
-    step: tuple[str, tuple[int, ...]] | None
-    plan: tuple[tuple[str, str, tuple[int, ...]], ...]  # (kind, template, groups) of each pair read
-
-
-def _template(body: str, runs: list[tuple[int, int]], vs: int, ve: int) -> tuple[str, tuple[int, ...]] | None:
-    """``body[vs:ve]`` as a %-template over the digit runs of ``body`` (None if a run crosses an edge)."""
-    template, groups, at = "", [], vs
-    for i, (rs, r_end) in enumerate(runs):
-        if r_end <= vs or rs >= ve:
-            continue
-        if rs < vs or r_end > ve:
-            return None  # cannot happen (see _Shape): then the line is not learned
-        template += body[at:rs].replace("%", "%%") + "%s"
-        groups.append(i + 1)
-        at = r_end
-    template += body[at:ve].replace("%", "%%")
-    return template, tuple(groups)
+    step: int  # the group of the step number, 0 for none
+    plan: tuple[tuple[str, int], ...]  # (kind, group of the value) of each pair read
 
 
 def _shape_of(body: str, read: list[tuple[str, tuple[int, int]]]) -> _Shape | None:
     """The shape of ``body``, given the (kind, span of the value) of each pair _PAIR read in it."""
-    runs = [m.span() for m in _RUN.finditer(body)]
-    plan: list[tuple[str, str, tuple[int, ...]]] = []
-    for kind, (vs, ve) in read:
-        t = _template(body, runs, vs, ve)
-        if t is None:
-            return None
-        plan.append((kind, *t))
     m = _STEP.search(body)
-    step = _template(body, runs, *m.span(1)) if m else None
-    if m and step is None:
-        return None
-    # only the runs read are groups, numbered in order
-    used = sorted({g for _, _, gs in plan for g in gs} | set(step[1] if step else ()))
-    number = {g: i + 1 for i, g in enumerate(used)}
-    plan = [(kind, t, tuple(number[g] for g in gs)) for kind, t, gs in plan]
-    if step is not None:
-        step = (step[0], tuple(number[g] for g in step[1]))
-    texts = _RUN.split(body)
-    rx = "".join(
-        re.escape(t) + ("" if i == len(runs) else "([0-9]+)" if i + 1 in number else "[0-9]+")
-        for i, t in enumerate(texts)
-    )
-    return _Shape(re.compile(rx), step, tuple(plan))
-
-
-def _fill(template: str, groups: tuple[int, ...], m: re.Match[str]) -> str:
-    if not groups:
-        return template.replace("%%", "%")
-    return template % m.group(*groups)
+    spans = sorted({span for _, span in read} | ({m.span(1)} if m else set()))
+    runs = [r.span() for r in _RUN.finditer(body)]
+    edges = {x for span in spans for x in span}
+    overlap = any(a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False))
+    if overlap or any(s < x < e for x in edges for s, e in runs):
+        return None  # cannot happen (see _Shape): then the line is not learned
+    group = {span: i + 1 for i, span in enumerate(spans)}
+    opens, closes, run_ends = {s for s, _ in spans}, {e for _, e in spans}, dict(runs)
+    parts, at = [], 0
+    for p in sorted(edges | set(run_ends) | set(run_ends.values()) | {0, len(body)}):
+        if p > at:
+            parts.append("[0-9]+" if at in run_ends else re.escape(body[at:p]))
+        parts.append(")" * (p in closes) + "(" * (p in opens))
+        at = p
+    plan = tuple((kind, group[span]) for kind, span in read)
+    return _Shape(re.compile("".join(parts)), group[m.span(1)] if m else 0, plan)
 
 
 MEDIAN_WINDOW = 64  # earlier grad norms kept for the median (constant cost per line)
@@ -170,8 +143,8 @@ class MetricWatch:
                         shapes.insert(0, shapes.pop(i))
                     if not sh.plan:
                         return None, []
-                    step = int(_fill(*sh.step, m)) if sh.step is not None else None
-                    return step, [(kind, _fill(tmpl, groups, m)) for kind, tmpl, groups in sh.plan]
+                    step = int(m.group(sh.step)) if sh.step else None
+                    return step, [(kind, m.group(g)) for kind, g in sh.plan]
         out: list[tuple[str, str]] = []
         read: list[tuple[str, tuple[int, int]]] = []
         for m in _PAIR.finditer(body):
@@ -260,9 +233,10 @@ class MetricWatch:
         if len(self.reward_before) < 3 or len(self.reward) < COLLAPSE_STEPS:
             return None
         last = self.reward[-1][2]
-        # the median is at most the largest earlier value (all finite): a newest value above that bound
-        # cannot be part of a collapse, so the usual line needs no sort
-        if not math.isfinite(last) or last > COLLAPSE_FRACTION * max(self.reward_before):
+        # the median is at most the largest earlier value (all finite): a tail holding a value above that
+        # bound cannot be a collapse, so the usual line needs no sort
+        bound = COLLAPSE_FRACTION * max(self.reward_before)
+        if not math.isfinite(last) or last > bound or any(r[2] > bound for r in self.reward):
             return None
         before = sorted(self.reward_before)
         peak = before[len(before) // 2]  # the median level: robust to a single lucky batch

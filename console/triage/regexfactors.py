@@ -88,14 +88,56 @@ def query_keys(q: Query, given: Iterable[str] = ()) -> list[str] | None:
                 return None
             out.extend(k)
         return out
+
+    def rank(k: list[str]) -> tuple[bool, int, int]:  # a key holding a given string is there with it: last
+        return not any(g in x for x in k for g in given), min(map(len, k)), -len(k)
+
     best: list[str] | None = None
     for p in parts:  # any one conjunct will do: the one with the longest shortest string
         k = query_keys(p, given)
-        if k is not None and (
-            best is None or (min(map(len, k)), -len(k)) > (min(map(len, best)), -len(best))
-        ):
+        if k is not None and (best is None or rank(k) > rank(best)):
             best = k
     return best
+
+
+_DIGIT_FIRST = [b"%d" % d for d in range(10)] + [bytes([b]) for b in range(0x80, 0xC0)]  # last byte
+_DIGIT_SECOND = [b"%d" % d for d in range(10)] + [bytes([b]) for b in range(0xC2, 0xF5)]  # first byte
+
+
+def _one_char(op: Any, av: Any) -> tuple[list[bytes], list[bytes]] | None:
+    """(last, first) UTF-8 bytes, lowercased, of the character an item matches when it is exactly one
+    character: an ASCII literal, a class of those and digits (``\\d``: non-ASCII ones too), or a repeat
+    of such an item at least once (its first and last characters are of the class)."""
+    if op in _REPEATS and av[0] >= 1 and len(av[2]) == 1:
+        return _one_char(*av[2][0])
+    items = [(op, av)] if op is _c.LITERAL else av if op is _c.IN else []
+    last: list[bytes] = []
+    first: list[bytes] = []
+    for iop, iav in items:
+        if iop is _c.LITERAL and iav < 128:
+            last.append(chr(iav).lower().encode())
+            first.append(last[-1])
+        elif iop is _c.CATEGORY and iav is _c.CATEGORY_DIGIT:
+            last += _DIGIT_FIRST
+            first += _DIGIT_SECOND
+        else:
+            return None
+    return (last, first) if items else None
+
+
+def pair_keys(pattern: re.Pattern[str]) -> list[bytes] | None:
+    """Two-byte strings one of which the lowercased UTF-8 of a text holds wherever ``pattern`` matches in
+    it: the first two consecutive items of its top-level sequence that each match one character (see
+    ``_one_char``); None when it has no such items or ignores case."""
+    if pattern.flags & re.IGNORECASE:
+        return None
+    prev = None
+    for op, av in _p.parse(pattern.pattern, pattern.flags):
+        cur = _one_char(op, av)
+        if prev is not None and cur is not None:
+            return sorted({a + b for a in prev[0] for b in cur[1]})
+        prev = cur
+    return None
 
 
 def evaluate(q: Query, text: str) -> bool:
