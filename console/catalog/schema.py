@@ -505,6 +505,30 @@ class ProgressCatalog(TypedDict):
     pattern: list[ProgressPatternEntry]
 
 
+# ---------------------------------------------------------------- stall.toml
+# (console.triage.stall then checks the regexes)
+
+
+@dataclasses.dataclass(frozen=True)
+class StallPhase:
+    id: str
+    title: str
+    active: str  # regexes, searched as they are (re's own cache compiles them once)
+    start: str = "(?!)"  # (?!) matches nothing: a phase with no start or done line
+    done: str = "(?!)"
+    within: int = 1
+    confidence: float = 0.5
+    advice: str | None = None
+
+
+class StallCatalog(TypedDict):
+    version: NotRequired[int]
+    tail_bytes: int
+    ended: str
+    skip: str
+    phase: tuple[StallPhase, ...]
+
+
 # Every data file of the catalog folder but the framework catalogs (``[framework]`` files, each a
 # ``FrameworkFile``, checked by ``console.catalog.parse_framework``), with its shape.
 SHAPES: dict[str, Any] = {
@@ -514,5 +538,6 @@ SHAPES: dict[str, Any] = {
     "progress.toml": ProgressCatalog,
     "redaction.toml": RedactionCatalog,
     "slurm.toml": SlurmCatalog,
+    "stall.toml": StallCatalog,
     "triage_rules.toml": TriageRulesCatalog,
 }

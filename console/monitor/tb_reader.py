@@ -74,10 +74,6 @@ class TbReader:
         self._lock = threading.Lock()
         logging.getLogger("tensorboard").setLevel(logging.ERROR)
 
-    @property
-    def files(self) -> list[Path]:
-        return list(self._loaders)
-
     def poll(self) -> list[ScalarPoint]:
         """New scalar points since the last call (new files are picked up too)."""
         from tensorboard.backend.event_processing.event_file_loader import EventFileLoader

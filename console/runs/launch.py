@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from console.redact import MASK, is_secret_name, redact_argv, redact_env, redact
 from console.rundir.ids import create_run_dir
 from console.rundir.paths import fill_run_dir
 from console.rundir.state import initial_state, update_state, write_json_atomic, write_state
+from console.runs.spawn import spawn_detached
 from console.spec import RunSpec
 
 SUPERVISOR_LOG = "supervisor.log"
@@ -91,22 +91,6 @@ def _redacted_plan(plan: dict[str, Any]) -> dict[str, Any]:
 def supervisor_env() -> dict[str, str]:
     """The supervisor's environment: this one, without any secret-named variable."""
     return {**{k: v for k, v in os.environ.items() if not is_secret_name(k)}, "PYTHONUNBUFFERED": "1"}
-
-
-def spawn_detached(
-    module: str, run_dir: Path, log: Path, env: dict[str, str], stdin: int = subprocess.DEVNULL
-) -> subprocess.Popen[bytes]:
-    """``python -m MODULE RUN_DIR`` in its own session, its output appended to ``log``."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", module, str(run_dir)],
-            stdin=stdin,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            env=env,
-        )
 
 
 def spawn_supervisor(run_dir: Path, secrets: dict[str, Any]) -> int:

@@ -189,6 +189,7 @@ class TriageEngine:
         self.exiting_line: int | None = None  # the process started to exit (shutdown-only warnings)
         self.last_line = 0
         self.source: str | None = None
+        self.tail: list[tuple[int, str]] | None = None  # a finished log's last lines (stall.py), never live
 
     # ------------------------------------------------------------------ public API
 

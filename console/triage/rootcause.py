@@ -18,6 +18,8 @@ Rules of the choice (the procedures' "first causal error, not the last traceback
 - A user cancel (verdict Cancelled) wins unless a cause (tier 0) was found before it.
 - Otherwise the primary is the earliest finding of the lowest tier (0 cause, 1 symptom, 2 unknown);
   the other classes found are listed as ``alternatives``.
+- No failure and no completion in a finished log (not exited 0): a log that ends inside a phase that
+  never finished (console/catalog/stall.toml, ``console.triage.stall``) is a ``hang`` (moderate confidence).
 - No failure: "Pass" with completion evidence, otherwise "Incomplete".
 """
 
@@ -29,6 +31,7 @@ from typing import Protocol
 from console.triage.finding import Finding
 from console.triage.model import Alternative, Primary, TriageResult
 from console.triage.rules import Catalog
+from console.triage.stall import stall_finding
 
 
 class TriageEngine(Protocol):
@@ -44,6 +47,7 @@ class TriageEngine(Protocol):
     step: int | None
     total: int | None
     source: str | None
+    tail: list[tuple[int, str]] | None
 
     @property
     def open_traceback(self) -> bool: ...
@@ -96,6 +100,11 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
         # retried/benign lines (a 429 that was retried, NCCL WARN, a helpers build) explain a death
         # only when nothing else does (an unrecognised traceback explains nothing)
         candidates = [f for f in decisive if f.transient] or candidates
+    if not candidates and not completed and engine.tail and exit_code != 0 and not run_died(engine, None):
+        # a finished log that stops inside a phase that never finished (console/catalog/stall.toml)
+        stall = stall_finding(engine.tail, engine.source, ["unknown_error"] if died else [])
+        candidates = [stall] if stall is not None else []
+        findings.extend(candidates)
     if not candidates and died and (exit_code not in (None, 0) or not completed):
         f = _death_finding(engine, exit_code, ended, Finding)
         findings.append(f)

@@ -18,6 +18,7 @@ from console.triage.engine import TriageEngine
 from console.triage.fastscan import CHUNK, LINE_CAP, Finder, LineGate, line_text, make_finder, scan_file
 from console.triage.model import TriageResult
 from console.triage.rules import Catalog, default_catalog
+from console.triage.stall import read_tail
 
 __all__ = [
     "CHUNK",
@@ -81,8 +82,10 @@ def scan_paths(
     framework: str | None = None,
     catalog: Catalog | None = None,
     every_line: bool = False,
+    final: bool = False,
 ) -> TriageEngine:
-    """Feed one or more logs (in order) through a fresh engine and return it.
+    """Feed one or more logs (in order) through a fresh engine and return it. ``final``: the logs are
+    finished (the run ended): the last one's tail is kept for stall detection (``engine.tail``).
 
     Raises ``ConsoleError`` (exit 2) with one clear line for a missing or unreadable file.
     """
@@ -98,9 +101,11 @@ def scan_paths(
         with _open(p) as fh:
             try:
                 if gate is None:
-                    feed_every_line(engine, fh)
+                    lines = feed_every_line(engine, fh)
                 else:
-                    scan_file(engine, fh, gate, finder)
+                    lines = scan_file(engine, fh, gate, finder).lineno - 1
+                if final and p is files[-1]:
+                    engine.tail = read_tail(fh, lines)
             except OSError as exc:
                 raise ConsoleError(f"{p}: read error: {exc.strerror or exc}") from None
     return engine
@@ -113,5 +118,5 @@ def triage_files(
     catalog: Catalog | None = None,
     every_line: bool = False,
 ) -> TriageResult:
-    """Post-mortem triage of one or more logs (fed in order) -> the triage JSON of DESIGN.md."""
-    return scan_paths(paths, framework, catalog, every_line).result(exit_code)
+    """Post-mortem triage of one or more finished logs (fed in order) -> the triage JSON of DESIGN.md."""
+    return scan_paths(paths, framework, catalog, every_line, final=True).result(exit_code)

@@ -123,7 +123,7 @@ def _triage_step(
             "findings": [],
             "progress": {"step": None, "total": None},
         }, {}
-    engine = scan_paths([log], framework)
+    engine = scan_paths([log], framework, final=exit_code is not None)
     if cancelled:  # the console's own cancel: Cancelled, unless a cause was already in the log
         engine.note_cancel("cancelled from the console (rl-console cancel)")
     res = engine.result(exit_code)

@@ -18,6 +18,10 @@ from console.tui.config import load_config, save_config
 from console.tui.messages import RunCancelled, RunsWatched
 from console.tui.notify import CHANNELS, StateWatcher, announce, settings
 from console.tui.rundata import list_runs
+from console.tui.screens.dialogs import PathPrompt
+from console.tui.screens.help import HelpScreen
+from console.tui.screens.home import HomeScreen
+from console.tui.screens.report import ReportScreen
 from console.tui.themes import DEFAULT_THEME, load_themes, resolve_theme_name
 
 QUIT_NOTE = "q quits the console only: runs keep going"
@@ -54,7 +58,6 @@ class ConsoleApp(App[int]):
         self.announced: list[tuple[str, list[str]]] = []  # (message, channels): tests and Help read it
         self.compare_mark: Path | None = None  # the baseline marked with m on Home
 
-    # -- themes ------------------------------------------------------------------------------
     def _setup_themes(self) -> None:
         loaded = load_themes()
         for theme in loaded.themes:
@@ -76,10 +79,7 @@ class ConsoleApp(App[int]):
         self.theme = names[(idx + 1) % len(names)]
         self.notify(f"theme: {self.theme} (remembered)", timeout=2)
 
-    # -- screens -----------------------------------------------------------------------------
     def on_mount(self) -> None:
-        from console.tui.screens.home import HomeScreen
-
         self._setup_themes()
         self.watch_runs()
         self.set_interval(WATCH_S, self.watch_runs)
@@ -89,7 +89,6 @@ class ConsoleApp(App[int]):
         elif self._open_log is not None:
             self.open_triage([self._open_log])
 
-    # -- notifications -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="app-watch-runs")
     def watch_runs(self) -> None:
         self.post_message(RunsWatched(tuple(list_runs(self.runs_dir))))
@@ -108,7 +107,6 @@ class ConsoleApp(App[int]):
                 severity="error" if change.new in ("failed", "blocked") else "information",
             )
 
-    # -- cancel ------------------------------------------------------------------------------
     @work(thread=True, group="cancel-run")
     def cancel_run(self, run_dir: Path, run_id: str) -> None:
         """Wait for ``rl-console cancel`` in a child process; when the console quits first, this worker
@@ -156,8 +154,6 @@ class ConsoleApp(App[int]):
         self.push_screen(TriageScreen(paths))
 
     def open_report(self, run_dir: Path) -> None:
-        from console.tui.screens.report import ReportScreen
-
         self.push_screen(ReportScreen(run_dir))
 
     def action_new_run(self) -> None:
@@ -166,14 +162,10 @@ class ConsoleApp(App[int]):
         self.push_screen(NewRunScreen(self.runs_dir))
 
     def action_help(self) -> None:
-        from console.tui.screens.help import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_open_log_prompt(self) -> None:
-        from console.tui.screens.dialogs import PathPrompt
-
         def done(path: Path | None) -> None:
             if path is not None:
                 self.open_triage([path])

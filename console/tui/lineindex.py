@@ -53,7 +53,6 @@ class LineIndex:
         self._uncached: tuple[int, str] = (0, "")
         self._reset()
 
-    # -- state ---------------------------------------------------------------------------------
     def _reset(self) -> None:
         self._cp_line = array("Q", [0])  # 0-based line numbers of checkpoints
         self._cp_off = array("Q", [0])
@@ -112,7 +111,6 @@ class LineIndex:
             return False
         return True
 
-    # -- indexing ------------------------------------------------------------------------------
     def _add_line_starts(self, starts: list[int]) -> None:
         """Record the starts of lines ``self._lines + 1 ...`` (each after a complete line)."""
         cp_line, cp_off = self._cp_line, self._cp_off
@@ -131,8 +129,6 @@ class LineIndex:
             self._last_start = starts[-1]
 
     def _add_newlines(self, base: int, nls: list[int]) -> None:
-        if not nls:
-            return
         if len(nls) > 4 * STRIDE:
             self._add_many(base, nls)
         else:
@@ -236,7 +232,6 @@ class LineIndex:
         self._reset()
         self.generation += 1
 
-    # -- reading -------------------------------------------------------------------------------
     def line(self, number: int) -> str:
         """Line ``number`` (1-based), cleaned and cut at ``max_line`` bytes; "" when not indexed."""
         with self._lock:

@@ -74,7 +74,8 @@ class RunRow:
 
 def row_from(run_dir: Path, state: Mapping[str, Any]) -> RunRow:
     """The Home screen's line for a run, from its current state (see ``RunStore.states``)."""
-    row = RunRow(
+    last = _last_progress(run_dir / "events.jsonl") or {}
+    return RunRow(
         id=str(state.get("id") or run_dir.name),
         path=run_dir,
         status=str(state.get("status") or "?"),
@@ -83,12 +84,9 @@ def row_from(run_dir: Path, state: Mapping[str, Any]) -> RunRow:
         step_count=len(state.get("steps") or []),
         created=float(state.get("created") or 0.0),
         linked_from=state.get("linked_from"),
+        progress_step=last.get("step") if isinstance(last.get("step"), int) else None,
+        progress_total=last.get("total"),
     )
-    last = _last_progress(run_dir / "events.jsonl")
-    if last:
-        row.progress_step = last.get("step") if isinstance(last.get("step"), int) else None
-        row.progress_total = last.get("total")
-    return row
 
 
 def load_row(run_dir: Path) -> RunRow | None:

@@ -39,13 +39,10 @@ def load_themes(folder: Path | None = None) -> LoadedThemes:
         try:
             data = load_toml(path)
             kwargs = {k: data[k] for k in THEME_FIELDS if k in data}
-            theme = Theme(
-                name=str(data.get("name") or path.stem), variables=dict(data.get("variables", {})), **kwargs
-            )
+            name = str(data.get("name") or path.stem)
+            result.themes.append(Theme(name=name, variables=dict(data.get("variables", {})), **kwargs))
         except (CatalogError, TypeError, KeyError) as exc:
             problems.append(f"{path.name}: {exc}")
-            continue
-        result.themes.append(theme)
     if problems:
         result.notice = "skipped theme file(s): " + "; ".join(problems)
     elif not result.themes:

@@ -22,13 +22,13 @@ from console.rundir.lockfile import LockFile, is_locked
 from console.rundir.model import State, StepState
 from console.rundir.state import STATUS_BY_VERDICT, is_finished, read_state, update_state, write_json_atomic
 from console.runs.finalize import primary_finding, record_verdict
-from console.runs.launch import spawn_detached
 from console.runs.pipeline import Pipeline, run_outcome, step_reason
 from console.runs.sampling import SamplerThread
 from console.runs.slurm import scheduler, states
 from console.runs.slurm.gpu import NodeSampler
 from console.runs.slurm.scheduler import JobRecord
 from console.runs.slurm.script import SRUN_LOG_SUFFIX, Submission, render, step_file_stem
+from console.runs.spawn import spawn_detached
 from console.runs.stepwrap import read_exit
 from console.spec import RunSpec
 

@@ -225,11 +225,8 @@ def node_addrs() -> dict[str, str]:
 
 
 # ---- scancel / srun ----------------------------------------------------------------------------
-def scancel(job_id: str, signal: str | None = None) -> None:
-    argv = ["scancel"]
-    if signal:
-        argv += [f"--signal={signal}", "--full"]
-    proc = _run([*argv, str(job_id)])
+def scancel(job_id: str) -> None:
+    proc = _run(["scancel", str(job_id)])
     if proc.returncode != 0:
         msg = _first_line(proc.stderr)
         if "already completing or completed" in msg.lower() or "invalid job id" in msg.lower():

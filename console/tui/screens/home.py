@@ -53,8 +53,7 @@ class HomeScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static("Runs", classes="title")
-        table: DataTable[object] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         yield Static("", markup=False, id="empty-hint")
         yield ConsoleFooter()
 

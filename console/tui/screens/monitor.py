@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections import deque
@@ -299,9 +300,8 @@ class MonitorScreen(Screen[None]):
     def _render_banner(self, snap: RunSnapshot) -> None:
         """Once the run is over: its verdict and what to do next, in one line that fits 80 columns."""
         banner = self.query_one("#verdict-banner", Static)
-        over = snap.status not in LIVE_STATUSES
-        banner.display = over
-        if not over:
+        banner.display = snap.status not in LIVE_STATUSES
+        if not banner.display:
             return
         verdict = snap.verdict or snap.status
         text = Text("Run over: ", style="bold")
@@ -366,11 +366,9 @@ class MonitorScreen(Screen[None]):
             label.append(f"\n{value:.4g} @ {step}")
             if bad is not None:
                 label.append(f"  NaN/Inf from step {bad}", style="bold red")
-            try:
+            with contextlib.suppress(Exception):  # rows are being (re)mounted; the next update fills them
                 self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(label)
                 self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = finite
-            except Exception:  # noqa: BLE001 - rows are being (re)mounted; next update fills them
-                pass
         self._render_plot(snap, names)
 
     def _render_plot(self, snap: RunSnapshot, names: list[str]) -> None:

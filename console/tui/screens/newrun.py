@@ -29,7 +29,7 @@ from console.tui.widgets.footer import ConsoleFooter
 
 if TYPE_CHECKING:  # console.plan imports Hydra: the screen gets it through backend, when used
     from console.catalog import Variant
-    from console.plan import LevelInfo
+    from console.plan import LevelInfo, Plan
 
 
 def check_repo(value: str) -> tuple[bool, str]:
@@ -593,8 +593,8 @@ class NewRunScreen(Screen[None]):
         )
 
 
-def render_preview(plan: Any) -> Text:
-    data = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
+def render_preview(plan: Plan) -> Text:
+    data: dict[str, Any] = dict(plan.to_dict())
     text = Text()
     text.append("Commands that will run\n", style="bold")
     for w in data.get("warnings") or []:

@@ -44,21 +44,14 @@ class ReportScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="report")
     def render_report(self) -> None:
         try:
-            text = backend.render_report(self.run_dir)
+            done = TaskDone("report", backend.render_report(self.run_dir))
         except Exception as exc:  # noqa: BLE001 - fall back to a saved report, else say why
             saved = self.run_dir / "report.md"
+            done = TaskDone("report", error=str(exc))
             if saved.is_file():
-                self.post_message(
-                    TaskDone(
-                        "report",
-                        saved.read_text(encoding="utf-8", errors="replace"),
-                        error=f"showing saved report.md ({exc})",
-                    )
-                )
-            else:
-                self.post_message(TaskDone("report", None, error=str(exc)))
-            return
-        self.post_message(TaskDone("report", text))
+                text = saved.read_text(encoding="utf-8", errors="replace")
+                done = TaskDone("report", text, error=f"showing saved report.md ({exc})")
+        self.post_message(done)
 
     def on_task_done(self, message: TaskDone) -> None:
         status = self.query_one("#report-status", Static)

@@ -57,7 +57,6 @@ class LogView(Log):
         self._filter_rx: re.Pattern[str] | None = None
         self._search_hit = -1
 
-    # -- feeding ---------------------------------------------------------------------------
     def append_lines(self, lines: Iterable[str]) -> None:
         batch = list(lines)
         if not batch:
@@ -90,7 +89,6 @@ class LogView(Log):
             self.write_lines(shown, scroll_end=follow)
         self.refresh()
 
-    # -- user actions ------------------------------------------------------------------------
     def set_filter(self, text: str) -> None:
         self.filter_text = text
         self._filter_rx = _pattern(text) if text else None

@@ -5,32 +5,25 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.segment import Segment
 from rich.text import Text
 from textual import work
 from textual.geometry import Size
-from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
 from console.tui.lineindex import LineIndex
+from console.tui.messages import Replaceable
 from console.tui.widgets.logview import LogHighlighter
 
 FOLLOW_POLL_S = 0.25
 
 
-@dataclass
-class IndexGrew(Message):
-    """The index has more lines (or restarted after truncation/rotation). Replaceable."""
-
-    view: VirtualLogView
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, IndexGrew) and message.view is self.view
+class IndexGrew(Replaceable):
+    """The index has more lines (or restarted after truncation/rotation); the view posts it to itself."""
 
 
 class VirtualLogView(ScrollView, can_focus=True):
@@ -51,7 +44,6 @@ class VirtualLogView(ScrollView, can_focus=True):
         self._width = 0
         self._generation = 0
 
-    # -- data ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.build_index(self.index)
 
@@ -64,11 +56,11 @@ class VirtualLogView(ScrollView, can_focus=True):
         while not worker.is_cancelled:
             if not index.scan_done:
                 index.scan()
-                self.post_message(IndexGrew(self))
+                self.post_message(IndexGrew())
                 time.sleep(0.001)  # let the UI thread take the GIL between chunks
                 continue
             if index.follow_poll():
-                self.post_message(IndexGrew(self))
+                self.post_message(IndexGrew())
                 continue
             worker.cancelled_event.wait(FOLLOW_POLL_S)
 
@@ -110,7 +102,6 @@ class VirtualLogView(ScrollView, can_focus=True):
             parts.append(f"file restarted x{index.generation}")
         return " · ".join(parts)
 
-    # -- navigation ----------------------------------------------------------------------------
     def goto(self, line: int) -> bool:
         """Centre line ``line`` (1-based) and highlight it; False when it is not indexed yet."""
         self.target = max(1, line)
@@ -129,7 +120,6 @@ class VirtualLogView(ScrollView, can_focus=True):
         self.highlighter.search = re.compile(re.escape(text), re.IGNORECASE) if text else None
         self.refresh()
 
-    # -- rendering -----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         number = scroll_y + y + 1
