@@ -205,8 +205,8 @@ class LineGate:
         # so are the error-level literals that do nothing else, when every alternative of the regex has keys
         level_keys = [query_keys(f.query) or pair_keys(rx) for rx, f in self._level_parts]
         if all(level_keys):
-            ks = {k.lower().encode() if isinstance(k, str) else k for kk in level_keys for k in kk or ()}
-            self._keys.update(dict.fromkeys(self._level_only, ks))
+            level = {k.lower().encode() if isinstance(k, str) else k for kk in level_keys for k in kk or ()}
+            self._keys.update(dict.fromkeys(self._level_only, level))
         self._keyed = set(self._keys) if self._ac is not None else set()
         self._key_acs: dict[frozenset[str], Any] = {}  # the automaton of the keys of a set of literals
 

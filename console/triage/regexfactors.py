@@ -132,7 +132,7 @@ def pair_keys(pattern: re.Pattern[str]) -> list[bytes] | None:
     if pattern.flags & re.IGNORECASE:
         return None
     prev = None
-    for op, av in _p.parse(pattern.pattern, pattern.flags):
+    for op, av in _p.parse(pattern.pattern, pattern.flags).data:
         cur = _one_char(op, av)
         if prev is not None and cur is not None:
             return sorted({a + b for a in prev[0] for b in cur[1]})
