@@ -6,7 +6,7 @@ import contextlib
 import math
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -340,36 +340,41 @@ class MonitorScreen(Screen[None]):
         box = self.query_one("#metrics-box", VerticalScroll)
         if not box.is_attached:
             return
-        if names != self._metric_names:
+        rows = [self._metric_row(name, snap.metrics[name]) for name in names]
+        if names != self._metric_names:  # new rows are mounted with their content (mounting is async)
             self._metric_names = names
             box.remove_children()
             if not names:
                 box.mount(Static("no metrics yet", classes="hint"))
             self._metric_gen += 1
             g = self._metric_gen
-            for i in range(len(names)):
+            for i, (label, finite) in enumerate(rows):
                 box.mount(
                     Horizontal(
-                        Label("", id=f"mlabel-{g}-{i}", classes="metric-label"),
-                        Sparkline([], id=f"mspark-{g}-{i}"),
+                        Label(label, id=f"mlabel-{g}-{i}", classes="metric-label"),
+                        Sparkline(finite, id=f"mspark-{g}-{i}"),
                         classes="metric-row",
                     )
                 )
-        for i, name in enumerate(names):
-            series = snap.metrics[name]
-            if not series:
-                continue
-            step, value = series[-1]
-            finite = [v for _, v in series[-120:] if math.isfinite(v)]
-            bad = next((s for s, v in series if not math.isfinite(v)), None)
-            label = Text(name if len(name) <= 32 else "…" + name[-31:])
-            label.append(f"\n{value:.4g} @ {step}")
-            if bad is not None:
-                label.append(f"  NaN/Inf from step {bad}", style="bold red")
-            with contextlib.suppress(Exception):  # rows are being (re)mounted; the next update fills them
-                self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(label)
-                self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = finite
+        else:
+            for i, (label, finite) in enumerate(rows):
+                with contextlib.suppress(Exception):  # a row still being mounted: the next update fills it
+                    self.query_one(f"#mlabel-{self._metric_gen}-{i}", Label).update(label)
+                    self.query_one(f"#mspark-{self._metric_gen}-{i}", Sparkline).data = finite
         self._render_plot(snap, names)
+
+    @staticmethod
+    def _metric_row(name: str, series: Sequence[tuple[int, float]]) -> tuple[Text, list[float]]:
+        """A metric's label (last value, the first NaN/Inf step) and its finite recent values."""
+        label = Text(name if len(name) <= 32 else "…" + name[-31:])
+        if not series:
+            return label, []
+        step, value = series[-1]
+        label.append(f"\n{value:.4g} @ {step}")
+        bad = next((s for s, v in series if not math.isfinite(v)), None)
+        if bad is not None:
+            label.append(f"  NaN/Inf from step {bad}", style="bold red")
+        return label, [v for _, v in series[-120:] if math.isfinite(v)]
 
     def _render_plot(self, snap: RunSnapshot, names: list[str]) -> None:
         """Curves of the two key metrics when the screen is big enough; sparklines only at 80x24."""
