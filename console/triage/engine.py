@@ -80,6 +80,12 @@ _PREFIX_RE = re.compile(
             r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] ",
             r"\d{4}-\d\d-\d\d[ T][\d:,.]+ \| \w+ \| \w+ \| ",
             r"\[(?:[a-z0-9_-]+ )?\d+step\] ",
+            # pasted or collected logs: a CI/kubectl timestamp, a markdown quote, a host or srun --label
+            # tag ("worker-0: ", "gpu01: ", "10.0.0.1: ", "3: "), mpirun --tag-output
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ",
+            r">(?: |$)",
+            r"(?:[A-Za-z][\w.-]*?\d|\d{1,3}(?:\.\d{1,3}){3}|\d{1,4}): ",
+            r"\[\d+,\d+\]<(?:stdout|stderr)>: ?",
         )
     )
 )
@@ -139,6 +145,7 @@ class _Traceback:
     exc_line: int | None = None
     exc_text: str | None = None
     wrapper: str | None = None  # "RayTaskError(X)": the inner exception type X
+    indent: str = ""  # the header's indentation (an indented paste): stripped from the lines that follow
 
 
 class TriageEngine:
@@ -247,6 +254,9 @@ class TriageEngine:
             and PYTEST_FRAME_LITERAL not in text
         )
         prefix, body = split_prefix(text)
+        tb = self._tbs.get(prefix)
+        if tb is not None and tb.indent and body.startswith(tb.indent):
+            body = body[len(tb.indent) :]
         new: list[Finding] = []
         self._structure(prefix, body, lineno, new)
         tb = self._tbs.get(prefix)
@@ -635,7 +645,7 @@ class TriageEngine:
             old = self._tbs.pop(prefix, None)
             if old is not None:
                 self._close(prefix, old, new)
-            tb = _Traceback(start=lineno)
+            tb = _Traceback(start=lineno, indent=body[: len(body) - len(body.lstrip(" \t"))])
             if prefix in self._chain_pending:
                 tb.chained = True
                 self._chain_pending.discard(prefix)
