@@ -139,6 +139,11 @@ def test_metric_anomalies_from_log_lines() -> None:
     assert tri("metric_nan_grad_norm_assert")["primary"]["class"] == "metric_failure"
     assert tri("metric_loss_scale_minimum")["primary"]["class"] == "metric_failure"
     assert tri("metric_pass_grad_norm_lines")["primary"] is None  # healthy verl metric lines
+    # grad norms of 1e12+ from the first report (no history to compare with) vs one spike that recovers
+    res = tri("grad_norm_explodes_from_start_hf_dict")
+    assert (res["verdict"], res["primary"]["class"], res["primary"]["line"]) == ("Fail", "metric_failure", 1)
+    assert res["primary"]["rule"] == "metrics:grad_norm_exploding"
+    assert tri("grad_norm_one_spike_then_normal_mmengine")["primary"] is None
 
 
 def test_metric_watch_grad_norm_needs_consecutive_steps() -> None:

@@ -1,5 +1,5 @@
 """Metric anomalies read from log lines: a NaN/Inf grad norm over consecutive steps, an exploding
-grad norm, a reward collapse.
+grad norm (against its own history, or beyond EXPLODE_ABSOLUTE from the first reports), a reward collapse.
 
 A NaN/Inf *loss* is already decisive on one line (a catalog rule). A single non-finite grad norm is
 not: fp16 loss scaling skips such steps routinely, so it takes two consecutive reports.
@@ -37,6 +37,9 @@ SHAPE_CANDIDATES = 256  # shapes seen once, remembered to learn them when seen a
 
 EXPLODE_RATIO = 100.0  # a grad norm this many times the median of the earlier ones...
 EXPLODE_MIN = 1000.0  # ...and at least this large
+EXPLODE_ABSOLUTE = (
+    1e8  # two consecutive grad norms this large explode with no history (from the first reports)
+)
 COLLAPSE_PEAK = 0.2  # a reward whose median over the earlier reports had reached this...
 COLLAPSE_FRACTION = 0.05  # ...and then stays at or below this fraction of that median...
 COLLAPSE_WINDOW = 16  # earlier reports whose median is the level (a single lucky batch is not one)
@@ -209,6 +212,14 @@ class MetricWatch:
                 [g0[0], g1[0]],
                 g0[1],
                 f"grad norm {g0[2]} then {g1[2]} on consecutive reports",
+            )
+        if math.isfinite(g0[2]) and math.isfinite(g1[2]) and min(g0[2], g1[2]) >= EXPLODE_ABSOLUTE:
+            return Anomaly(
+                "grad_norm_exploding",
+                g0[0],
+                [g0[0], g1[0]],
+                g0[1],
+                f"grad norm {g0[2]:g}, {g1[2]:g} on consecutive reports, beyond any healthy scale",
             )
         # the median is only needed when both values reach EXPLODE_MIN (the usual line: no sort at all)
         if (
