@@ -67,6 +67,12 @@ _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
+# After a traceback's frames, Python prints the exception at column 0 whatever its type is named
+# (pyarrow's ArrowInvalid, triton's OutOfResources, torch._dynamo's BackendCompilerFailed): read there
+# only, any dotted CamelCase name (not a log level in capitals) followed by ":" or the line's end.
+_EXC_AFTER_FRAMES_RE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z](?=\w*[a-z])\w*)(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
+)
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Process prefixes that interleave several processes' output (Ray actors, torchrun ranks, compose...).
 _PREFIX_RE = re.compile(
@@ -312,6 +318,8 @@ class TriageEngine:
         if any(lit in body for lit in METRIC_LITERALS):
             new += self._metric_findings(lineno, body)
         exc = _EXC_RE.match(body) if body[:1] not in (" ", "\t") else None
+        if exc is None and tb is not None and tb.frames and body[:1] not in (" ", "\t", ""):
+            exc = _EXC_AFTER_FRAMES_RE.match(body)
         if tb is not None:
             if exc is not None:
                 self._exception_line(prefix, tb, exc, lineno, body, new)
@@ -862,7 +870,7 @@ class TriageEngine:
         evidence = tb.exc_text or (tb.frames[-1] if tb.frames else TRACEBACK_START)
         lines = sorted({tb.start, line})
         if tb.exc_text is not None or tb.wrapper:
-            exc = _EXC_RE.match(tb.exc_text or "")
+            exc = _EXC_RE.match(tb.exc_text or "") or _EXC_AFTER_FRAMES_RE.match(tb.exc_text or "")
             etype = exc.group("type") if exc else ""
             msg = (exc.group("msg") or "") if exc else ""
             if not msg and etype.endswith("AssertionError") and tb.sources and tb.sources[-1]:

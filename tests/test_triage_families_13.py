@@ -1,0 +1,49 @@
+"""General triage families added in the 13th corpus round (issue 12), each on real excerpts from public
+threads (``tests/fixtures/triage/real/``, sources.json) and against the lines of the same family that
+must not fire:
+
+- after a traceback's frames, Python prints the exception at column 0 whatever its type is named
+  (pyarrow's ArrowInvalid, triton's OutOfResources): the traceback ends there and the type is read;
+- a safetensors file that cannot be parsed (SafetensorError) is a checkpoint failure;
+- a .parquet file that is not parquet (Arrow's "magic bytes not found") is missing data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.triage_helpers import primary, tri, tri_text
+
+FRAMES = 'Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n    main()\n'
+
+
+def test_exception_named_without_error_suffix_ends_the_traceback(tmp_path: Path) -> None:
+    res = tri_text(
+        tmp_path, FRAMES + "triton.runtime.errors.OutOfResources: out of resource: shared memory\n"
+    )
+    assert primary(res) == ("Fail", "unknown_error", "traceback:triton.runtime.errors.OutOfResources")
+    assert "OutOfResources" in res["primary"]["evidence"]
+    # a bare type with no message, as `raise Interrupted` prints it
+    assert primary(tri_text(tmp_path, FRAMES + "Interrupted\n"))[2] == "traceback:Interrupted"
+
+
+def test_after_frames_only_a_camelcase_name_is_an_exception(tmp_path: Path) -> None:
+    # log levels in capitals and sentences are not exception lines: the traceback stays unterminated
+    for line in ("INFO: Started server process", "WARNING: something", "Loading checkpoint shards: 100%"):
+        assert primary(tri_text(tmp_path, FRAMES + line + "\n"))[2] == "traceback:unterminated", line
+    # and outside a traceback nothing changes: a CamelCase word and a colon is not an exception
+    assert primary(tri_text(tmp_path, "Epoch: 3\nStatus: ok\n"))[1] is None
+
+
+def test_safetensors_unreadable_is_a_checkpoint_failure(tmp_path: Path) -> None:
+    for name in ("safetensors_header_too_large_safe_open", "safetensors_header_too_large_from_pretrained"):
+        assert primary(tri(name)) == ("Fail", "checkpoint_failure", "exc_safetensors_unreadable"), name
+    # the type decides, not the word: a message that only names a .safetensors path is not this rule
+    text = FRAMES + "ValueError: expected model.safetensors to hold 3 shards\n"
+    assert primary(tri_text(tmp_path, text))[2] != "exc_safetensors_unreadable"
+
+
+def test_parquet_that_is_not_parquet_is_missing_data(tmp_path: Path) -> None:
+    for name in ("parquet_not_parquet_lfs_pointer", "parquet_not_parquet_push_to_hub_reload"):
+        assert primary(tri(name)) == ("Blocked", "data_missing", "parquet_file_not_parquet"), name
+    assert primary(tri_text(tmp_path, "reading train.parquet (12 MB), magic bytes ok\n"))[1] is None
