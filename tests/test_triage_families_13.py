@@ -5,7 +5,8 @@ must not fire:
 - after a traceback's frames, Python prints the exception at column 0 whatever its type is named
   (pyarrow's ArrowInvalid, triton's OutOfResources): the traceback ends there and the type is read;
 - a safetensors file that cannot be parsed (SafetensorError) is a checkpoint failure;
-- a .parquet file that is not parquet (Arrow's "magic bytes not found") is missing data.
+- a .parquet file that is not parquet (Arrow's "magic bytes not found") is missing data;
+- /dev/shm exhausted (DataLoader workers out of shared memory) is no_space, not shutdown noise.
 """
 
 from __future__ import annotations
@@ -47,3 +48,15 @@ def test_parquet_that_is_not_parquet_is_missing_data(tmp_path: Path) -> None:
     for name in ("parquet_not_parquet_lfs_pointer", "parquet_not_parquet_push_to_hub_reload"):
         assert primary(tri(name)) == ("Blocked", "data_missing", "parquet_file_not_parquet"), name
     assert primary(tri_text(tmp_path, "reading train.parquet (12 MB), magic bytes ok\n"))[1] is None
+
+
+def test_shared_memory_exhausted_is_no_space(tmp_path: Path) -> None:
+    for name in (
+        "shm_dataloader_bus_error",
+        "shm_dataloader_bus_error_wrapped",
+        "shm_unexpected_bus_error_worker",
+    ):
+        assert primary(tri(name)) == ("Blocked", "no_space", "shm_exhausted"), name
+    # a DataLoader worker that exited at shutdown, with no word of shared memory, stays noise
+    res = tri_text(tmp_path, "DataLoader worker (pid 4242) exited unexpectedly\n")
+    assert primary(res)[1] is None and {f["verdict"] for f in res["findings"]} == {"Noise"}
