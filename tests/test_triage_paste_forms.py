@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,3 +82,42 @@ def test_dedented_reader_removes_the_indent_at_every_read_size() -> None:
         while chunk := reader.read(rnd.randint(1, 9)):
             out += chunk
         assert out == want, (pasted, out)
+
+
+_PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<n>\d+), in (?P<func>[\w<>.]+)\s*$')
+# Rendered as IPython prints them, these lose what they are read by: a traceback cut above its header
+# (IPython frames are read only inside an opened traceback) and a signal handler's quoted call.
+IPYTHON_UNREAD = {"hub_load_cut_traceback", "cancel_sigkill_handler"}
+
+
+def ipython(text: str) -> str:
+    """A Python traceback as IPython/Jupyter prints it: a typed header, "File p:N, in f()" frames and
+    "----> N code" source lines."""
+    out: list[str] = []
+    last = None
+    for line in text.split("\n"):
+        m = _PY_FRAME.match(line)
+        if line.strip() == "Traceback (most recent call last):":
+            out += ["-" * 75, "Error" + " " * 37 + "Traceback (most recent call last)"]
+        elif m:
+            out += ["", f"File {m['path']}:{m['n']}, in {m['func']}()"]
+            last = m["n"]
+        elif last and line.startswith("    ") and line.strip():
+            out.append(f"----> {last} {line.strip()}")
+            last = None
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def test_ipython_tracebacks_keep_the_finding(tmp_path: Path) -> None:
+    moved = []
+    for path in _fixtures():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if 'File "' not in text or path.stem in IPYTHON_UNREAD:
+            continue
+        want = primary(tri_text(tmp_path, text))[:2]
+        got = primary(tri_text(tmp_path, ipython(text)))[:2]
+        if got != want:
+            moved.append(f"{path.stem}: {want} -> {got}")
+    assert not moved, "\n".join(moved)

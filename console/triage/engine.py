@@ -56,6 +56,14 @@ _FRAME_RE = re.compile(
     r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
     r"|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)"
 )  # python / pytest frames
+# IPython / Jupyter frames, read only inside an open traceback (its header line opened it): "File
+# /x/y.py:12, in f(a)" (IPython 8), "~/x/y.py in f(a)" (IPython 7), the cell's own frame; and the
+# numbered source lines they quote, "----> 3 call()" / "--> 905     return x" (the others are indented).
+_IPY_FRAME_RE = re.compile(
+    r"^(?:File (?P<path>[~/.\w][^,]*?\.py\w?):\d+, in |[~/][^ ]*\.(?:py|pyx|pxi) in |<ipython-input-[\w-]+> in "
+    r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in )(?P<func>[\w<>.]+)?(?P<pfunc>(?!))?"
+)
+_IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
@@ -266,7 +274,12 @@ class TriageEngine:
         new: list[Finding] = []
         self._structure(prefix, body, lineno, new)
         tb = self._tbs.get(prefix)
-        if tb is not None and tb.frames and body[:1] in (" ", "\t") and not _FRAME_RE.match(body):
+        if (
+            tb is not None
+            and tb.frames
+            and (body[:1] in (" ", "\t") or (body[:1] == "-" and _IPY_SOURCE_RE.match(body)))
+            and not _FRAME_RE.match(body)
+        ):
             if len(tb.sources) < len(tb.frames):
                 tb.sources.append(body.strip())
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
@@ -668,7 +681,7 @@ class TriageEngine:
                 self._close(prefix, old, new)
             self._chain_pending.add(prefix)
             return
-        fm = _FRAME_RE.match(body)
+        fm = _FRAME_RE.match(body) or (_IPY_FRAME_RE.match(body) if prefix in self._tbs else None)
         if fm:
             found = self._tbs.get(prefix)
             if found is not None:
