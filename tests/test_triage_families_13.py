@@ -6,7 +6,8 @@ must not fire:
   (pyarrow's ArrowInvalid, triton's OutOfResources): the traceback ends there and the type is read;
 - a safetensors file that cannot be parsed (SafetensorError) is a checkpoint failure;
 - a .parquet file that is not parquet (Arrow's "magic bytes not found") is missing data;
-- /dev/shm exhausted (DataLoader workers out of shared memory) is no_space, not shutdown noise.
+- /dev/shm exhausted (DataLoader workers out of shared memory) is no_space, not shutdown noise;
+- any error of OmegaConf's own module is a config error (its ValidationError, not pydantic's).
 """
 
 from __future__ import annotations
@@ -60,3 +61,11 @@ def test_shared_memory_exhausted_is_no_space(tmp_path: Path) -> None:
     # a DataLoader worker that exited at shutdown, with no word of shared memory, stays noise
     res = tri_text(tmp_path, "DataLoader worker (pid 4242) exited unexpectedly\n")
     assert primary(res)[1] is None and {f["verdict"] for f in res["findings"]} == {"Noise"}
+
+
+def test_omegaconf_errors_are_config_errors(tmp_path: Path) -> None:
+    for name in ("omegaconf_validation_listconfig", "omegaconf_validation_integer"):
+        assert primary(tri(name)) == ("Blocked", "config_error", "exc_module_omegaconf"), name
+    # pydantic's ValidationError (vLLM's engine arguments, a model's own config) is not OmegaConf's
+    text = FRAMES + "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+    assert primary(tri_text(tmp_path, text))[2] != "exc_module_omegaconf"
