@@ -7,7 +7,8 @@ must not fire:
 - a safetensors file that cannot be parsed (SafetensorError) is a checkpoint failure;
 - a .parquet file that is not parquet (Arrow's "magic bytes not found") is missing data;
 - /dev/shm exhausted (DataLoader workers out of shared memory) is no_space, not shutdown noise;
-- any error of OmegaConf's own module is a config error (its ValidationError, not pydantic's).
+- any error of OmegaConf's own module is a config error (its ValidationError, not pydantic's);
+- CUDA error 804/802 at device count (compat library on unsupported HW, fabric manager down) is setup.
 """
 
 from __future__ import annotations
@@ -69,3 +70,11 @@ def test_omegaconf_errors_are_config_errors(tmp_path: Path) -> None:
     # pydantic's ValidationError (vLLM's engine arguments, a model's own config) is not OmegaConf's
     text = FRAMES + "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
     assert primary(tri_text(tmp_path, text))[2] != "exc_module_omegaconf"
+
+
+def test_cuda_init_error_804_is_environment_setup(tmp_path: Path) -> None:
+    for name in ("cuda_init_error_804_driver", "cuda_init_error_804_vllm_engine"):
+        assert primary(tri(name)) == ("Blocked", "missing_dependency", "gpu_build_or_driver_mismatch"), name
+    # another cudaGetDeviceCount error number is not this family
+    text = FRAMES + "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 999: unknown error\n"
+    assert primary(tri_text(tmp_path, text))[2] != "gpu_build_or_driver_mismatch"
