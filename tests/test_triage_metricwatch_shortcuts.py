@@ -25,6 +25,14 @@ class FullWatch(MetricWatch):
                 g0[1],
                 f"grad norm {g0[2]} then {g1[2]} on consecutive reports",
             )
+        if math.isfinite(g0[2]) and math.isfinite(g1[2]) and min(g0[2], g1[2]) >= mw.EXPLODE_ABSOLUTE:
+            return Anomaly(
+                "grad_norm_exploding",
+                g0[0],
+                [g0[0], g1[0]],
+                g0[1],
+                f"grad norm {g0[2]:g}, {g1[2]:g} on consecutive reports, beyond any healthy scale",
+            )
         if len(self.grad_before) >= 3 and math.isfinite(g0[2]) and math.isfinite(g1[2]):
             prev = sorted(self.grad_before)
             base = prev[len(prev) // 2]
@@ -76,6 +84,8 @@ def _value(rnd: random.Random, level: float) -> str:
         return rnd.choice(["nan", "inf", "-inf", "NaN"])
     if r < 0.15:
         return f"{rnd.uniform(1000, 1e6):.1f}"
+    if r < 0.2:  # beyond EXPLODE_ABSOLUTE, with or without a history
+        return f"{rnd.uniform(1e8, 1e13):.1f}"
     return f"{level * rnd.uniform(0, 2):.4f}"
 
 

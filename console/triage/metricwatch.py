@@ -205,38 +205,27 @@ class MetricWatch:
         if len(self.grad) < 2:
             return None
         g0, g1 = self.grad
+
+        def found(kind: str, evidence: str) -> Anomaly:
+            return Anomaly(kind, g0[0], [g0[0], g1[0]], g0[1], evidence)
+
         if not math.isfinite(g0[2]) and not math.isfinite(g1[2]):
-            return Anomaly(
-                "grad_norm_nonfinite",
-                g0[0],
-                [g0[0], g1[0]],
-                g0[1],
-                f"grad norm {g0[2]} then {g1[2]} on consecutive reports",
-            )
-        if math.isfinite(g0[2]) and math.isfinite(g1[2]) and min(g0[2], g1[2]) >= EXPLODE_ABSOLUTE:
-            return Anomaly(
+            return found("grad_norm_nonfinite", f"grad norm {g0[2]} then {g1[2]} on consecutive reports")
+        if not (math.isfinite(g0[2]) and math.isfinite(g1[2])):
+            return None
+        low = min(g0[2], g1[2])
+        if low >= EXPLODE_ABSOLUTE:
+            return found(
                 "grad_norm_exploding",
-                g0[0],
-                [g0[0], g1[0]],
-                g0[1],
                 f"grad norm {g0[2]:g}, {g1[2]:g} on consecutive reports, beyond any healthy scale",
             )
         # the median is only needed when both values reach EXPLODE_MIN (the usual line: no sort at all)
-        if (
-            len(self.grad_before) >= 3
-            and math.isfinite(g0[2])
-            and math.isfinite(g1[2])
-            and min(g0[2], g1[2]) >= EXPLODE_MIN
-        ):
+        if len(self.grad_before) >= 3 and low >= EXPLODE_MIN:
             prev = sorted(self.grad_before)
             base = prev[len(prev) // 2]
-            if base > 0 and min(g0[2], g1[2]) >= max(EXPLODE_MIN, EXPLODE_RATIO * base):
-                return Anomaly(
-                    "grad_norm_exploding",
-                    g0[0],
-                    [g0[0], g1[0]],
-                    g0[1],
-                    f"grad norm {g0[2]:g}, {g1[2]:g} vs a median of {base:g} before",
+            if base > 0 and low >= max(EXPLODE_MIN, EXPLODE_RATIO * base):
+                return found(
+                    "grad_norm_exploding", f"grad norm {g0[2]:g}, {g1[2]:g} vs a median of {base:g} before"
                 )
         return None
 
