@@ -61,7 +61,7 @@ _FRAME_RE = re.compile(
 # numbered source lines they quote, "----> 3 call()" / "--> 905     return x" (the others are indented).
 _IPY_FRAME_RE = re.compile(
     r"^(?:File (?P<path>[~/.\w][^,]*?\.py\w?):\d+, in |[~/][^ ]*\.(?:py|pyx|pxi) in |<ipython-input-[\w-]+> in "
-    r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in )(?P<func>[\w<>.]+)?(?P<pfunc>(?!))?"
+    r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in )(?P<func>[\w<>.]+)?"
 )
 _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
@@ -158,6 +158,7 @@ class _Traceback:
     classified: bool = False
     exc_line: int | None = None
     exc_text: str | None = None
+    exc: re.Match[str] | None = None  # exc_text read as an exception line: its type, wrapped type, message
     wrapper: str | None = None  # "RayTaskError(X)": the inner exception type X
     indent: str = ""  # the header's indentation (an indented paste): stripped from the lines that follow
 
@@ -339,7 +340,7 @@ class TriageEngine:
         elif exc is not None and exc.group("inner") and any(w in exc.group("type") for w in _RAY_WRAPPERS):
             # a Ray wrapper with no traceback header above it: the remote traceback follows
             self._tbs[prefix] = _Traceback(
-                start=lineno, wrapper=exc.group("inner"), exc_line=lineno, exc_text=body
+                start=lineno, wrapper=exc.group("inner"), exc_line=lineno, exc_text=body, exc=exc
             )
         elif exc is not None and prefix not in self._noise_pending:
             self._bare_exception(exc, lineno, body, rule, handled, new)
@@ -691,7 +692,7 @@ class TriageEngine:
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb
             tb.frames.append(body.strip())
-            tb.funcs.append(fm.group("func") or fm.group("pfunc") or "")
+            tb.funcs.append(fm.group("func") or fm.groupdict().get("pfunc") or "")
             while len(tb.sources) < len(tb.frames) - 1:
                 tb.sources.append("")
             return
@@ -712,9 +713,9 @@ class TriageEngine:
             tb.funcs.clear()
             tb.sources.clear()
             tb.wrapper = exc.group("inner")
-            tb.exc_line, tb.exc_text = lineno, body
+            tb.exc_line, tb.exc_text, tb.exc = lineno, body, exc
             return
-        tb.exc_line, tb.exc_text = lineno, body
+        tb.exc_line, tb.exc_text, tb.exc = lineno, body, exc
         self._tbs.pop(prefix, None)
         self._close(prefix, tb, new)
 
@@ -883,7 +884,7 @@ class TriageEngine:
         evidence = tb.exc_text or (tb.frames[-1] if tb.frames else TRACEBACK_START)
         lines = sorted({tb.start, line})
         if tb.exc_text is not None or tb.wrapper:
-            exc = _EXC_RE.match(tb.exc_text or "") or _EXC_AFTER_FRAMES_RE.match(tb.exc_text or "")
+            exc = tb.exc
             etype = exc.group("type") if exc else ""
             msg = (exc.group("msg") or "") if exc else ""
             if not msg and etype.endswith("AssertionError") and tb.sources and tb.sources[-1]:

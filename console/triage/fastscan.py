@@ -33,12 +33,19 @@ import gc
 import re
 from collections.abc import Callable, Iterable
 from operator import itemgetter
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 from console.monitor.text import clean_line
 from console.triage.engine import ERROR_LEVEL_LITERALS, STRUCTURE_LITERALS, TriageEngine
 from console.triage.model import FindingRecord
 from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, pair_keys, query_keys, required
+
+
+class ByteReader(Protocol):
+    """What the scanners read a log through: a binary file, or a reader wrapping one (``scan.Dedented``)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
 
 CHUNK = 16 << 20
 LINE_CAP = 64 << 10  # a giant line is classified on its first 64 KiB
@@ -528,7 +535,7 @@ class FastFileScanner:
                     pos, lineno = self._walk(buf, pos, lineno, end)
         self.lineno = lineno + count(b"\n", pos, end)  # (pos, lineno): the next line not read
 
-    def scan(self, fh: BinaryIO, chunk_size: int = CHUNK) -> int:
+    def scan(self, fh: ByteReader, chunk_size: int = CHUNK) -> int:
         """Read ``fh`` to its end; return the number of lines (the last one may lack its newline)."""
         # the chunk passes make many short-lived tuples and no reference cycles: the cycle collector would
         # walk every chunk's hit list again and again for nothing (reference counting frees them)
@@ -540,7 +547,7 @@ class FastFileScanner:
             if collecting:
                 gc.enable()
 
-    def _scan(self, fh: BinaryIO, chunk_size: int) -> int:
+    def _scan(self, fh: ByteReader, chunk_size: int) -> int:
         carry = b""
         giant: bytes | None = None  # the head of a line longer than a chunk, whose rest is being skipped
         while True:
@@ -574,7 +581,7 @@ class FastFileScanner:
 
 def scan_file(
     engine: TriageEngine,
-    fh: BinaryIO,
+    fh: ByteReader,
     gate: LineGate | None = None,
     finder: tuple[Callable[[Any], list[tuple[int, int, int]]], list[Any], str] | None = None,
 ) -> FastFileScanner:

@@ -12,11 +12,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import BinaryIO
 
 from console.errors import ConsoleError
 from console.triage.engine import TriageEngine
-from console.triage.fastscan import CHUNK, LINE_CAP, Finder, LineGate, line_text, make_finder, scan_file
+from console.triage.fastscan import (
+    CHUNK,
+    LINE_CAP,
+    ByteReader,
+    Finder,
+    LineGate,
+    line_text,
+    make_finder,
+    scan_file,
+)
 from console.triage.model import TriageResult
 from console.triage.rules import Catalog, default_catalog
 from console.triage.stall import read_tail
@@ -100,7 +109,7 @@ class Dedented:
         return data.replace(b"\n" + self.indent, b"\n")
 
 
-def feed_every_line(engine: TriageEngine, fh: IO[bytes], chunk_size: int = CHUNK) -> int:
+def feed_every_line(engine: TriageEngine, fh: ByteReader, chunk_size: int = CHUNK) -> int:
     """The line-by-line reference: every physical line through ``engine.feed``. Returns the line count."""
     lineno = 0
     carry = b""
@@ -145,7 +154,7 @@ def scan_paths(
         with _open(p) as fh:
             try:
                 indent = paste_indent(fh)
-                src: BinaryIO = Dedented(fh, indent) if indent else fh  # type: ignore[assignment]
+                src: ByteReader = Dedented(fh, indent) if indent else fh
                 if gate is None:
                     lines = feed_every_line(engine, src)
                 else:
