@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from console.triage.scan import Dedented, paste_indent
+from console.triage.paste import Dedented, Unwrapped, paste_indent, wrap_width
 from tests.triage_helpers import REAL, primary, tri_text
 
 
@@ -121,3 +121,101 @@ def test_ipython_tracebacks_keep_the_finding(tmp_path: Path) -> None:
         if got != want:
             moved.append(f"{path.stem}: {want} -> {got}")
     assert not moved, "\n".join(moved)
+
+
+def hard_wrap(text: str, width: int) -> str:
+    """The log as a terminal or a web log viewer copies it: every line cut into rows of ``width`` characters."""
+    rows: list[str] = []
+    for line in text.split("\n"):
+        while len(line) > width:
+            rows.append(line[:width])
+            line = line[width:]
+        rows.append(line)
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_hard_wrapped_pastes_keep_the_finding(tmp_path: Path, width: int) -> None:
+    """A paste hard-wrapped at a terminal's width reads as the log did, wherever the wrap is recognised.
+    It is recognised from several rows of that width that go on mid-word: a log with one long line
+    cannot be told from one that was never wrapped (those are counted, not compared)."""
+    moved, read = [], 0
+    for path in _fixtures():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        wrapped = hard_wrap(text, width)
+        if wrap_width(io.BytesIO(wrapped.encode())) != width:
+            continue
+        read += 1
+        want = primary(tri_text(tmp_path, text))[:2]
+        got = primary(tri_text(tmp_path, wrapped))[:2]
+        if got != want:
+            moved.append(f"{path.stem}: {want} -> {got}")
+    assert read >= 40, f"only {read} wrapped fixtures recognised"
+    assert not moved, f"{len(moved)} of {read} changed:\n" + "\n".join(moved)
+
+
+NOT_WRAPPED = {
+    "nvidia-smi table": "\n".join(
+        [
+            "+" + "-" * 77 + "+",
+            "| NVIDIA-SMI 525.125.06   Driver Version: 525.125.06   CUDA Version: 12.0     |",
+        ]
+        + [
+            f"| {i}  NVIDIA A100-SXM4-80GB  On   | 00000000:0{i}:00.0 Off |                    0 |"
+            for i in range(4)
+        ]
+        + ["+" + "-" * 77 + "+"]
+    ),
+    "NCCL lines of one length": "\n".join(
+        f"gpu125:46653{i}:46653{i} [{i}] NCCL INFO Channel 0{i}/0 : {i}[56000] -> {i + 1}[49000] via P2P/IPC"
+        for i in range(6)
+    ),
+    "progress bars": "\n".join(
+        f"Training:  {10 * i:2d}%|{'#' * i}{' ' * (10 - i)}| {i}/10 [00:0{i}<00:10, 1.00it/s, loss=0.{i}2]"
+        for i in range(6)
+    ),
+}
+
+
+def test_logs_as_written_are_not_taken_for_wrapped() -> None:
+    """Rows of one fixed width that a process prints itself are not a wrap; nor is any fixture as it is."""
+    for name, text in NOT_WRAPPED.items():
+        assert wrap_width(io.BytesIO(text.encode())) == 0, name
+    taken = [p.name for p in sorted(REAL.parent.rglob("*.log")) if wrap_width(p.open("rb")) != 0]
+    assert not taken, taken
+
+
+def _unwrapped_reference(data: bytes, width: int) -> bytes:
+    """Join every row of ``width`` characters (except a last row with no newline) to the row after it;
+    the joined line stands where its last row was and the rows before it read empty."""
+    ends = data.endswith(b"\n")
+    rows = data.split(b"\n")[: -1 if ends else None]
+    out: list[bytes] = []
+    held: list[bytes] = []
+    for i, row in enumerate(rows):
+        if (ends or i < len(rows) - 1) and len(row.rstrip(b"\r").decode()) == width:
+            held.append(row.rstrip(b"\r"))
+            continue
+        out.append(b"\n" * len(held) + b"".join(held) + row)
+        held = []
+    if held:
+        out.append(b"\n" * (len(held) - 1) + b"".join(held))
+    return b"\n".join(out) + (b"\n" if ends and out else b"")
+
+
+def test_unwrapped_reader_joins_rows_at_every_read_size() -> None:
+    """Whatever the read sizes, full-width rows are joined as the reference joins them, and the number
+    of lines does not change (line numbers stay those of the file)."""
+    rnd = random.Random(11)
+    for _ in range(4000):
+        width = rnd.randint(3, 8)
+        rows = [
+            bytes(rnd.choice(b"ab\r") for _ in range(rnd.choice([width, width, rnd.randint(0, 2 * width)])))
+            for _ in range(rnd.randint(0, 12))
+        ]
+        data = b"\n".join(rows) + rnd.choice([b"", b"\n"])
+        reader, out = Unwrapped(io.BytesIO(data), width), b""
+        while chunk := reader.read(rnd.randint(1, 9)):
+            out += chunk
+        assert out == _unwrapped_reference(data, width), (data, width, out)
+        assert out.count(b"\n") == data.count(b"\n")

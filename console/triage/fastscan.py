@@ -42,7 +42,7 @@ from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, pair_keys,
 
 
 class ByteReader(Protocol):
-    """What the scanners read a log through: a binary file, or a reader wrapping one (``scan.Dedented``)."""
+    """What the scanners read a log through: a binary file, or a reader wrapping one (``paste.Dedented``)."""
 
     def read(self, size: int = -1, /) -> bytes: ...
 

@@ -9,7 +9,6 @@ differential test compares against). Lines are numbered like a line-by-line feed
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
@@ -27,6 +26,7 @@ from console.triage.fastscan import (
     scan_file,
 )
 from console.triage.model import TriageResult
+from console.triage.paste import pasted_reader
 from console.triage.rules import Catalog, default_catalog
 from console.triage.stall import read_tail
 
@@ -64,49 +64,6 @@ def _open(path: Path) -> BinaryIO:
     except OSError as exc:
         raise ConsoleError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return fh
-
-
-INDENT_PROBE = 65536  # the head whose lines decide whether a log was pasted indented
-
-
-def paste_indent(fh: BinaryIO) -> bytes:
-    """The indentation every non-empty line of the log's head shares (a log pasted indented, e.g. as a
-    markdown code block), or b"". The reader is put back at the start."""
-    if not fh.seekable():
-        return b""
-    head = fh.read(INDENT_PROBE)
-    fh.seek(0)
-    lines = head.split(b"\n")
-    if len(head) == INDENT_PROBE:
-        lines.pop()  # cut by the probe
-    common = os.path.commonprefix([line for line in lines if line.strip()]) or b""
-    return common[: len(common) - len(common.lstrip(b" \t"))]
-
-
-class Dedented:
-    """A binary reader of a log with ``indent`` removed from the start of every line that has it: the
-    same lines, numbered alike, as the log was before it was pasted indented."""
-
-    def __init__(self, fh: BinaryIO, indent: bytes) -> None:
-        self.fh, self.indent = fh, indent
-        self._hold = b""  # a line's start shorter than the indent, completed by the next read
-        self._bol = True  # the next byte starts a line
-
-    def read(self, size: int = -1) -> bytes:
-        while True:
-            raw = self.fh.read(size)
-            data, self._hold = self._hold + raw, b""
-            if raw:
-                start = data.rfind(b"\n") + 1 if b"\n" in data else (0 if self._bol else len(data))
-                if len(data) - start < len(self.indent) and (start or self._bol):
-                    data, self._hold = data[:start], data[start:]
-            if self._bol and data.startswith(self.indent):
-                data, self._bol = data[len(self.indent) :], False
-            if data or not raw:
-                break
-        if data:
-            self._bol = data.endswith(b"\n")
-        return data.replace(b"\n" + self.indent, b"\n")
 
 
 def feed_every_line(engine: TriageEngine, fh: ByteReader, chunk_size: int = CHUNK) -> int:
@@ -153,8 +110,7 @@ def scan_paths(
         engine.source = str(p) if len(files) > 1 else None
         with _open(p) as fh:
             try:
-                indent = paste_indent(fh)
-                src: ByteReader = Dedented(fh, indent) if indent else fh
+                src = pasted_reader(fh)
                 if gate is None:
                     lines = feed_every_line(engine, src)
                 else:
