@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from console.triage.paste import Dedented, Unwrapped, paste_indent, wrap_width
+from console.triage.paste import Dedented, Unwrapped, paste_indent, pasted_reader, wrap_width
 from tests.triage_helpers import REAL, primary, tri_text
 
 
@@ -32,6 +32,17 @@ FORMS: dict[str, Callable[[str], str]] = {
     "ip-label": _each("10.0.7.21: "),
     "mpirun-tag": _each("[1,0]<stderr>:"),
     "indented": _each("    "),
+    # colour codes whose ESC byte the copy dropped, on a Ray prefix or around the whole line
+    "lost-colour-prefix": _each("[36m(TaskRunner pid=12345)[0m "),
+    "lost-colour-line": lambda text: "\n".join(f"[1;31m{line}[0m" for line in text.split("\n")),
+}
+# Line numbers in front of every line: grep -n, cat -n, a log viewer's gutter. A paste of one or two lines
+# cannot be told from a log whose lines start with a number, so these forms apply to longer fixtures.
+NUMBERED: dict[str, Callable[[str], str]] = {
+    "grep-n": lambda text: "\n".join(f"{n}:{line}" for n, line in enumerate(text.split("\n"), 1187)),
+    "cat-n": lambda text: "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(text.split("\n"), 1)),
+    "viewer-gutter": lambda text: "\n".join(f"[{n}] {line}" for n, line in enumerate(text.split("\n"), 98)),
+    "padded-column": lambda text: "\n".join(f"{n:>4}  {line}" for n, line in enumerate(text.split("\n"), 1)),
 }
 
 
@@ -49,6 +60,35 @@ def test_paste_forms_keep_the_finding(tmp_path: Path, form: str) -> None:
         if got != want:
             moved.append(f"{path.stem}: {want} -> {got}")
     assert not moved, f"{form}: {len(moved)} fixtures changed:\n" + "\n".join(moved)
+
+
+@pytest.mark.parametrize("form", sorted(NUMBERED))
+def test_numbered_pastes_keep_the_finding(tmp_path: Path, form: str) -> None:
+    moved, read = [], 0
+    for path in _fixtures():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if len([line for line in text.split("\n") if line.strip()]) < 3:
+            continue
+        read += 1
+        want = primary(tri_text(tmp_path, text))
+        got = primary(tri_text(tmp_path, NUMBERED[form](text)))
+        if got != want:
+            moved.append(f"{path.stem}: {want} -> {got}")
+    assert read >= 80
+    assert not moved, f"{form}: {len(moved)} of {read} fixtures changed:\n" + "\n".join(moved)
+
+
+def test_numbering_is_not_taken_from_a_log_whose_lines_start_with_numbers() -> None:
+    """Timestamps, step tables and rank labels lead lines with numbers too; none is a line-number column."""
+    logs = {
+        "dates": "2025-03-04 10:11:12 INFO a\n2025-03-04 10:11:13 INFO b\n2025-03-04 10:11:14 ERROR c\n",
+        "clock": "10:11:12 a\n10:11:12 b\n10:11:13 c\n10:11:15 d\n",
+        "steps by ten": "10 loss=0.5\n20 loss=0.4\n30 loss=0.3\n40 loss=0.2\n",
+        "ranks": "0: a\n0: b\n1: a\n1: b\n",
+        "progress": "1/10 [00:01<00:09]\n2/10 [00:02<00:08]\n3/10 [00:03<00:07]\n",
+    }
+    for name, text in logs.items():
+        assert pasted_reader(io.BytesIO(text.encode())).read() == text.encode(), name
 
 
 def test_prefixes_do_not_eat_exception_names(tmp_path: Path) -> None:

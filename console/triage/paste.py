@@ -1,15 +1,18 @@
 """Logs as people paste them: undo what the paste did to whole lines before triage reads them.
 
-Two forms change every line of a log, so no rule literal or traceback shape matches any more:
-- indented as a whole (a markdown code block indented by 4 spaces): ``Dedented`` removes the shared
-  indentation from the start of each line;
+Some paste forms change every line of a log, so no rule literal or traceback shape matches any more:
+- colour codes that lost their ESC byte in the copy ("[36m(pid=12)[0m ..."): ``Decolored`` drops them;
+- a line number in front of every line (``grep -n``, ``cat -n``, a log viewer's gutter): ``Unnumbered``
+  removes the number and its separator;
 - hard-wrapped at a fixed width (copied from a terminal, a pager or a web log viewer that breaks long
   lines into rows of exactly N characters): ``Unwrapped`` joins each row of that width to the row after
-  it, so "Watchdog caught collective opera" + "tion timeout" reads as one line again.
+  it, so "Watchdog caught collective opera" + "tion timeout" reads as one line again;
+- indented as a whole (a markdown code block indented by 4 spaces): ``Dedented`` removes the shared
+  indentation from the start of each line.
 
-Both keep physical line numbers: a joined line takes the place of its last row and the rows before it
-become empty lines. Each is decided once from the log's head (``PROBE`` bytes); a log written by a
-process (not pasted) has neither form and is read as it is.
+All keep physical line numbers (a joined line takes the place of its last row and the rows before it
+become empty lines). Each form is decided once from the log's head (``PROBE`` bytes); a log written by a
+process (not pasted) has none of them and is read as it is.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ _ENDS = (
     b".",
     b":",
 )  # a row ending so ended its own line
-JOIN_CAP = 1 << 20  # a line longer than this is let through in parts, unjoined
+ROW_CAP = 1 << 20  # a row longer than this is let through in parts, unchanged after its start
 
 
 def _head_lines(fh: BinaryIO) -> list[bytes]:
@@ -100,6 +103,31 @@ def _wrap_of(head: list[bytes]) -> int:
     return width
 
 
+_NUMBER_RE = re.compile(rb"[ \t]*\[?(\d{1,9})\]?(?=[ \t:|\]-]|\r?$)")
+_SEP_CHARS = b" \t:|-"
+_LOST_SGR_RE = re.compile(rb"(?<!\x1b)\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+
+
+def _numbering_of(lines: list[bytes]) -> bytes | None:
+    """The separator after a line number that every line of the head starts with, or None. Numbered: at
+    least 3 non-empty lines, 9 in 10 of them led by a number, the numbers strictly increasing and most
+    one more than the line before (``grep -n`` skips lines; a step or rank column never does both)."""
+    found = [(m, line) for line in lines if line.strip() and (m := _NUMBER_RE.match(line)) is not None]
+    if len(found) < 3 or 10 * len(found) < 9 * len([line for line in lines if line.strip()]):
+        return None
+    numbers = [int(m.group(1)) for m, _ in found]
+    steps = [b - a for a, b in zip(numbers, numbers[1:], strict=False)]
+    if min(steps) < 1 or 2 * steps.count(1) < len(steps):
+        return None
+    seps = []
+    for m, line in found:
+        rest = line[m.end() :].rstrip(b"\r")
+        sep = rest[: len(rest) - len(rest.lstrip(_SEP_CHARS))]
+        if len(sep) < len(rest):  # a numbered line with text: its separator counts
+            seps.append(sep)
+    return os.path.commonprefix(seps) or b"" if seps else None
+
+
 class Dedented:
     """A binary reader of a log with ``indent`` removed from the start of every line that has it: the
     same lines, numbered alike, as the log was before it was pasted indented."""
@@ -126,22 +154,63 @@ class Dedented:
         return data.replace(b"\n" + self.indent, b"\n")
 
 
-class Unwrapped:
+class _RowReader:
+    """A binary reader that rewrites a log row by row (a row: the bytes between two newlines). A giant
+    row (over ``ROW_CAP`` bytes with no newline yet) goes through in parts: its first part as a row's
+    start, the rest untouched."""
+
+    def __init__(self, fh: ByteReader) -> None:
+        self.fh = fh
+        self._rest = b""  # the unfinished last row of the previous read
+        self._mid = False  # inside a giant row let through in parts
+
+    def _row(self, row: bytes, out: list[bytes]) -> None:
+        """A complete row (without its newline): append what it reads as, with its newline."""
+        raise NotImplementedError
+
+    def _part(self, part: bytes, out: list[bytes]) -> None:
+        """A part of a giant row (the first one unless ``_mid``), or the log's last row (no newline)."""
+        raise NotImplementedError
+
+    def read(self, size: int = -1) -> bytes:
+        out: list[bytes] = []
+        while not out:
+            raw = self.fh.read(size)
+            if not raw:
+                self._part(self._rest, out)
+                self._rest = b""
+                return b"".join(out)
+            rows = (self._rest + raw).split(b"\n")
+            self._rest = rows.pop()
+            for row in rows:
+                self._row(row, out)
+                self._mid = False
+            if len(self._rest) > ROW_CAP:
+                self._part(self._rest, out)
+                self._rest, self._mid = b"", True
+        return b"".join(out)
+
+
+class Unwrapped(_RowReader):
     """A binary reader of a log hard-wrapped at ``width`` characters: every row of exactly that width is
     joined to the row after it. The joined line is numbered as its last row; its earlier rows read empty."""
 
     def __init__(self, fh: ByteReader, width: int) -> None:
-        self.fh, self.width = fh, width
-        self._rest = b""  # the unfinished last line of the previous read
+        super().__init__(fh)
+        self.width = width
         self._join: list[bytes] = []  # full-width rows waiting for the row that ends their line
-        self._mid = False  # a giant line was let through in parts: its end is not a row
 
-    def _line(self, row: bytes, out: list[bytes]) -> None:
+    def _row(self, row: bytes, out: list[bytes]) -> None:
         if _width(row) == self.width and not self._mid:
             self._join.append(row.rstrip(b"\r"))
-            return
-        out.append(self._flush() + row + b"\n")
-        self._mid = False
+        else:
+            out.append(self._flush() + row + b"\n")
+
+    def _part(self, part: bytes, out: list[bytes]) -> None:
+        if part:  # nothing follows to join it to
+            out.append(self._flush() + part)
+        elif self._join:  # the log ended with a newline after full-width rows
+            out.append(self._flush()[1:] + b"\n")
 
     def _flush(self) -> bytes:
         """The waiting rows as one line's start, after as many empty lines as they had newlines."""
@@ -149,30 +218,58 @@ class Unwrapped:
         self._join.clear()
         return joined
 
-    def read(self, size: int = -1) -> bytes:
-        out: list[bytes] = []
-        while not out:
-            raw = self.fh.read(size)
-            if not raw:
-                if self._rest:  # the log's last line, with no newline: nothing follows to join
-                    out.append(self._flush() + self._rest)
-                    self._rest = b""
-                elif self._join:
-                    out.append(self._flush()[1:] + b"\n")
-                return b"".join(out)
-            rows = (self._rest + raw).split(b"\n")
-            self._rest = rows.pop()
-            for row in rows:
-                self._line(row, out)
-            if len(self._rest) > JOIN_CAP:  # a giant line: let it through in parts, unjoined
-                out.append(self._flush() + self._rest)
-                self._rest, self._mid = b"", True
-        return b"".join(out)
+
+class Unnumbered(_RowReader):
+    """A binary reader of a log pasted with a line number in front of every line (``cat -n``, ``grep -n``,
+    a log viewer's gutter): ``number`` and then ``sep`` are removed from the start of each row."""
+
+    def __init__(self, fh: ByteReader, sep: bytes) -> None:
+        super().__init__(fh)
+        self.sep = sep
+
+    def _strip(self, row: bytes) -> bytes:
+        m = _NUMBER_RE.match(row)
+        if self._mid or m is None:
+            return row
+        rest = row[m.end() :]
+        return rest[len(self.sep) :] if rest.startswith(self.sep) else rest.lstrip(_SEP_CHARS)
+
+    def _row(self, row: bytes, out: list[bytes]) -> None:
+        out.append(self._strip(row) + b"\n")
+
+    def _part(self, part: bytes, out: list[bytes]) -> None:
+        if part:
+            out.append(self._strip(part))
+
+
+class Decolored(_RowReader):
+    """A binary reader of a log whose colour codes lost their ESC byte in the copy ("[36m(pid=12)[0m ...",
+    as a terminal or a web log view gives them): the codes are removed from every row."""
+
+    def _row(self, row: bytes, out: list[bytes]) -> None:
+        out.append(_LOST_SGR_RE.sub(b"", row) + b"\n")
+
+    def _part(self, part: bytes, out: list[bytes]) -> None:
+        if part:
+            out.append(_LOST_SGR_RE.sub(b"", part))
+
+
+def _lost_colours(lines: list[bytes]) -> bool:
+    """Whether the head holds colour codes without their ESC, a reset ("[0m", "[m") among them."""
+    found = [m.group() for line in lines for m in _LOST_SGR_RE.finditer(line)]
+    return len(found) >= 2 and any(code in (b"[0m", b"[m") for code in found)
 
 
 def pasted_reader(fh: BinaryIO) -> ByteReader:
-    """``fh`` itself, or a reader that undoes the log's paste form (a hard wrap, then an indentation)."""
+    """``fh`` itself, or a reader that undoes the log's paste forms: colour codes that lost their ESC, then
+    line numbers in front of every line, or a hard wrap and an indentation."""
     head = _head_lines(fh)
+    src: ByteReader = fh
+    if _lost_colours(head):  # the other forms are decided on the lines as they were shown
+        src, head = Decolored(src), [_LOST_SGR_RE.sub(b"", line) for line in head]
+    sep = _numbering_of(head)
+    if sep is not None:
+        return Unnumbered(src, sep)
     width, indent = _wrap_of(head), _indent_of(head)
-    src: ByteReader = Unwrapped(fh, width) if width else fh
+    src = Unwrapped(src, width) if width else src
     return Dedented(src, indent) if indent else src
