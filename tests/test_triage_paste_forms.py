@@ -1,9 +1,10 @@
 """The same real log, pasted or collected the ways people do, triages the same.
 
 Logs reach triage with a tag in front of every line: a CI or ``kubectl logs --timestamps`` time, a
-markdown quote, ``srun --label`` rank numbers, pdsh/DeepSpeed host names, mpirun ``--tag-output``;
-or indented as a whole. Each form is applied to every real fixture: verdict, class and rule must
-not move.
+markdown quote, ``srun --label`` rank numbers, pdsh/DeepSpeed host names, mpirun ``--tag-output``, a
+collector's prefix (journald, ``kubectl logs --prefix``), a line number, colour codes without their
+ESC; or indented as a whole, or hard-wrapped at a terminal's width. Each form is applied to every real
+fixture: verdict, class and rule must not move.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from console.triage.paste import Dedented, Unwrapped, paste_indent, pasted_reader, wrap_width
+from console.triage.paste import Decolored, Dedented, Unwrapped, paste_indent, pasted_reader, wrap_width
+from tests.test_triage_fastpath import _rl_log_module
 from tests.triage_helpers import REAL, primary, tri_text
 
 
@@ -32,6 +34,10 @@ FORMS: dict[str, Callable[[str], str]] = {
     "ip-label": _each("10.0.7.21: "),
     "mpirun-tag": _each("[1,0]<stderr>:"),
     "indented": _each("    "),
+    # a log collector's prefix: journald, kubectl logs --prefix, a timestamp added by the collector
+    "journald": _each("Nov 23 10:11:12 gpu-node-3 python[48213]: "),
+    "kubectl-prefix": _each("[pod/trainer-0/main] "),
+    "collector-time": _each("[2025-03-04 10:11:12,345] "),
     # colour codes whose ESC byte the copy dropped, on a Ray prefix or around the whole line
     "lost-colour-prefix": _each("[36m(TaskRunner pid=12345)[0m "),
     "lost-colour-line": lambda text: "\n".join(f"[1;31m{line}[0m" for line in text.split("\n")),
@@ -89,6 +95,21 @@ def test_numbering_is_not_taken_from_a_log_whose_lines_start_with_numbers() -> N
     }
     for name, text in logs.items():
         assert pasted_reader(io.BytesIO(text.encode())).read() == text.encode(), name
+
+
+def test_collector_prefix_leaves_process_prefixes_and_logger_records() -> None:
+    """A prefix triage reads as a process (Ray, torchrun ranks) keeps naming the process, and a logger's
+    record of a traceback keeps its level and source: neither is removed as a collector's prefix."""
+    tb = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: bad\n'
+    for tag in ("(TaskRunner pid=12) ", "[rank3]: ", "ERROR 07-23 10:11:12 [core.py:12] "):
+        text = "".join(tag + line + "\n" for line in tb.splitlines()).encode()
+        assert pasted_reader(io.BytesIO(text)).read() == text, tag
+    mixed = "(TaskRunner pid=12) [pod/a-0/main] Traceback (most recent call last):\n"
+    mixed += '(TaskRunner pid=12) [pod/a-0/main]   File "x.py", line 1, in <module>\n'
+    assert pasted_reader(io.BytesIO(mixed.encode())).read().decode().splitlines() == [
+        "(TaskRunner pid=12) Traceback (most recent call last):",
+        '(TaskRunner pid=12)   File "x.py", line 1, in <module>',
+    ]
 
 
 def test_prefixes_do_not_eat_exception_names(tmp_path: Path) -> None:
@@ -215,6 +236,23 @@ NOT_WRAPPED = {
         for i in range(6)
     ),
 }
+
+
+@pytest.mark.parametrize("failure", ["oom", "nccl", "none"])
+def test_logs_written_by_processes_are_read_as_they_are(tmp_path: Path, failure: str) -> None:
+    """An RL-shaped run log (Ray-prefixed ANSI worker lines, tqdm redraws, step banners, logger records
+    with "[INFO] [megatron...]") is no paste: it is read through the file itself, at full speed. The
+    synthetic fixtures of the triage tests are not taken for a wrapped, numbered, indented or
+    collector-prefixed paste either (one holds a Ray line whose colour codes lost their ESC)."""
+    log = tmp_path / "run.log"
+    _rl_log_module().write_rl_log(log, 1 << 20, seed=3, failure=failure)
+    assert isinstance(pasted_reader(log.open("rb")), io.BufferedReader)
+    taken = [
+        p.name
+        for p in sorted(REAL.parent.glob("*.log"))
+        if not isinstance(pasted_reader(p.open("rb")), (io.BufferedReader, Decolored))
+    ]
+    assert not taken, taken
 
 
 def test_logs_as_written_are_not_taken_for_wrapped() -> None:

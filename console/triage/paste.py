@@ -21,6 +21,7 @@ import os
 import re
 from typing import BinaryIO
 
+from console.triage.engine import split_prefix
 from console.triage.fastscan import ByteReader
 
 PROBE = 65536  # the head whose lines decide whether a log was pasted indented or hard-wrapped
@@ -105,7 +106,7 @@ def _wrap_of(head: list[bytes]) -> int:
 
 _NUMBER_RE = re.compile(rb"[ \t]*\[?(\d{1,9})\]?(?=[ \t:|\]-]|\r?$)")
 _SEP_CHARS = b" \t:|-"
-_LOST_SGR_RE = re.compile(rb"(?<!\x1b)\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+_LOST_SGR_RE = re.compile(rb"(?<!\x1b)\[\d{1,3}(?:;\d{1,3})*m")
 
 
 def _numbering_of(lines: list[bytes]) -> bytes | None:
@@ -126,6 +127,48 @@ def _numbering_of(lines: list[bytes]) -> bytes | None:
         if len(sep) < len(rest):  # a numbered line with text: its separator counts
             seps.append(sep)
     return os.path.commonprefix(seps) or b"" if seps else None
+
+
+def _shape(text: bytes) -> bytes:
+    """A pattern of ``text`` with each digit run matching any digits."""
+    return b"".join(rb"\d+" if part.isdigit() else re.escape(part) for part in re.split(rb"(\d+)", text))
+
+
+_LEVEL_RE = re.compile(rb"\b(?:DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL)\b")
+_TRACEBACK_AT_RE = re.compile(
+    rb'Traceback \(most recent call last\):|[ \t]+File "[^"\n]+", line \d+'
+    rb"|(?<=\s)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(\w+\))?: "
+    rb"|[ \t]+[\w./-]+\.py:\d+: in [\w<>.]+\r?$"  # a pytest frame
+    rb"|(?<=\s)Thread (?:0x)?[0-9a-fA-F]+ \((?:active|idle)"  # a py-spy dump's thread
+)
+
+
+def _collector_prefix(lines: list[bytes]) -> re.Pattern[bytes] | None:
+    """A prefix that a log collector put in front of every line (journald's "Nov 23 10:11:12 host
+    python[481]: ", kubectl's "[pod/trainer-0/main] ", a logger's "[2025-03-04 10:11:12,345] "), read
+    from a Python traceback or exception that does not start its line: the text before its header, a
+    frame (also pytest's, or a py-spy dump's thread) or an exception's type, when most of the head's lines start alike (digits aside), triage does
+    not already read it as a process prefix and it names no log level (a logger's record of a traceback
+    is read as it is: its level and source are evidence). As a pattern whose digit runs match any
+    digits; None when there is none."""
+    texts = [line for line in lines if line.strip()]
+    tried = 0
+    for line in texts:
+        m = _TRACEBACK_AT_RE.search(line)
+        if m is None or m.start() == 0 or not line[: m.start()].strip():
+            continue
+        tried += 1
+        if tried > 16:
+            return None
+        head = line[: m.start()].rstrip(b" \t") + b" "
+        rest = split_prefix(head.decode("utf-8", "replace") + "x")[1][:-1].encode()
+        if not rest.strip() or _LEVEL_RE.search(rest):
+            return None  # a process prefix triage reads itself, or a logger's record (its level counts)
+        keep = head[: len(head) - len(rest)]  # a process prefix in front of it stays: it names the process
+        pattern = re.compile(b"(" + _shape(keep) + b")" + _shape(rest) + rb"?")
+        if 5 * sum(pattern.match(line) is not None for line in texts) >= 4 * len(texts):
+            return pattern
+    return None
 
 
 class Dedented:
@@ -255,14 +298,34 @@ class Decolored(_RowReader):
 
 
 def _lost_colours(lines: list[bytes]) -> bool:
-    """Whether the head holds colour codes without their ESC, a reset ("[0m", "[m") among them."""
+    """Whether the head holds colour codes without their ESC, a reset ("[0m") among them."""
     found = [m.group() for line in lines for m in _LOST_SGR_RE.finditer(line)]
-    return len(found) >= 2 and any(code in (b"[0m", b"[m") for code in found)
+    return len(found) >= 2 and b"[0m" in found
+
+
+class Unprefixed(_RowReader):
+    """A binary reader of a log with a collector's prefix in front of its lines: ``prefix`` (a pattern) is
+    removed from the start of every row it matches, except its first group (a process prefix)."""
+
+    def __init__(self, fh: ByteReader, prefix: re.Pattern[bytes]) -> None:
+        super().__init__(fh)
+        self.prefix = prefix
+
+    def _strip(self, row: bytes) -> bytes:
+        m = None if self._mid else self.prefix.match(row)
+        return row if m is None else row[: m.end(1)] + row[m.end() :]
+
+    def _row(self, row: bytes, out: list[bytes]) -> None:
+        out.append(self._strip(row) + b"\n")
+
+    def _part(self, part: bytes, out: list[bytes]) -> None:
+        if part:
+            out.append(self._strip(part))
 
 
 def pasted_reader(fh: BinaryIO) -> ByteReader:
     """``fh`` itself, or a reader that undoes the log's paste forms: colour codes that lost their ESC, then
-    line numbers in front of every line, or a hard wrap and an indentation."""
+    line numbers in front of every line, or a hard wrap, an indentation and a collector's prefix."""
     head = _head_lines(fh)
     src: ByteReader = fh
     if _lost_colours(head):  # the other forms are decided on the lines as they were shown
@@ -271,5 +334,9 @@ def pasted_reader(fh: BinaryIO) -> ByteReader:
     if sep is not None:
         return Unnumbered(src, sep)
     width, indent = _wrap_of(head), _indent_of(head)
-    src = Unwrapped(src, width) if width else src
-    return Dedented(src, indent) if indent else src
+    if width:
+        src = Unwrapped(src, width)
+    if indent:
+        src, head = Dedented(src, indent), [line.removeprefix(indent) for line in head]
+    prefix = _collector_prefix(head)
+    return src if prefix is None else Unprefixed(src, prefix)
