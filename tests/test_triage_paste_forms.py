@@ -171,6 +171,43 @@ def ipython(text: str) -> str:
     return "\n".join(out)
 
 
+def flattened(text: str) -> str:
+    """Each traceback as a log collector (CloudWatch, a web log view) stores it: the header, its frames and
+    their source lines joined into one line; the exception line stays on its own."""
+    out: list[str] = []
+    joined: str | None = None
+    for line in text.split("\n"):
+        if "Traceback (most recent call last)" in line:
+            if joined is not None:
+                out.append(joined)
+            joined = line
+        elif joined is not None and line[:1] in (" ", "\t"):
+            joined += " " + line.strip()
+        else:
+            if joined is not None:
+                out.append(joined)
+                joined = None
+            out.append(line)
+    if joined is not None:
+        out.append(joined)
+    return "\n".join(out)
+
+
+def test_flattened_tracebacks_keep_the_finding(tmp_path: Path) -> None:
+    moved, read = [], 0
+    for path in _fixtures():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "Traceback (most recent call last)" not in text:
+            continue
+        read += 1
+        want = primary(tri_text(tmp_path, text))[:2]
+        got = primary(tri_text(tmp_path, flattened(text)))[:2]
+        if got != want:
+            moved.append(f"{path.stem}: {want} -> {got}")
+    assert read >= 25
+    assert not moved, f"{len(moved)} of {read} changed:\n" + "\n".join(moved)
+
+
 def test_ipython_tracebacks_keep_the_finding(tmp_path: Path) -> None:
     moved = []
     for path in _fixtures():

@@ -64,6 +64,9 @@ _IPY_FRAME_RE = re.compile(
     r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in )(?P<func>[\w<>.]+)?"
 )
 _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
+_INLINE_FRAME_RE = re.compile(
+    r'(?<= )File "[^"]+", line \d+, in (?P<func>[\w<>.]+)'
+)  # frames in a flattened line
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
@@ -675,6 +678,7 @@ class TriageEngine:
                 tb.noise = True
                 self._noise_pending.discard(prefix)
             self._tbs[prefix] = tb
+            self._inline_frames(tb, body)
             return
         if any(lit in body for lit in CHAIN_LITERALS):
             old = self._tbs.pop(prefix, None)
@@ -696,6 +700,9 @@ class TriageEngine:
             while len(tb.sources) < len(tb.frames) - 1:
                 tb.sources.append("")
             return
+        open_tb = self._tbs.get(prefix)
+        if open_tb is not None and self._inline_frames(open_tb, body):
+            return
         if (
             prefix in self._noise_pending
             and body.strip()
@@ -703,6 +710,20 @@ class TriageEngine:
             and "Exception ignored in" not in body
         ):
             self._noise_pending.discard(prefix)
+
+    @staticmethod
+    def _inline_frames(tb: _Traceback, body: str) -> bool:
+        """Frames inside one line: a traceback that a log collector (CloudWatch, a web log view) flattened
+        into a single line ("Traceback (most recent call last): File "a.py", line 3, in f x() File ...")."""
+        if ' File "' not in body:
+            return False
+        found = False
+        for m in _INLINE_FRAME_RE.finditer(body):
+            tb.frames.append(m.group(0))
+            tb.funcs.append(m.group("func"))
+            tb.sources.append("")
+            found = True
+        return found
 
     def _exception_line(
         self, prefix: str, tb: _Traceback, exc: re.Match[str], lineno: int, body: str, new: list[Finding]

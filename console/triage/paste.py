@@ -39,6 +39,7 @@ _ENDS = (
     b".",
     b":",
 )  # a row ending so ended its own line
+PREFIX_MAX = 100  # a collector's prefix is a short tag (host, time, pod, process)
 ROW_CAP = 1 << 20  # a row longer than this is let through in parts, unchanged after its start
 
 
@@ -147,10 +148,11 @@ def _collector_prefix(lines: list[bytes]) -> re.Pattern[bytes] | None:
     """A prefix that a log collector put in front of every line (journald's "Nov 23 10:11:12 host
     python[481]: ", kubectl's "[pod/trainer-0/main] ", a logger's "[2025-03-04 10:11:12,345] "), read
     from a Python traceback or exception that does not start its line: the text before its header, a
-    frame (also pytest's, or a py-spy dump's thread) or an exception's type, when most of the head's lines start alike (digits aside), triage does
-    not already read it as a process prefix and it names no log level (a logger's record of a traceback
-    is read as it is: its level and source are evidence). As a pattern whose digit runs match any
-    digits; None when there is none."""
+    frame (also pytest's, or a py-spy dump's thread) or an exception's type. It counts when it is short
+    (``PREFIX_MAX``), at least 2 lines and 4 in 5 of the head's lines start with it (digits aside),
+    triage does not already read it as a process prefix, and it names no log level (a logger's record
+    of a traceback is read as it is: its level and source are evidence). As a pattern whose digit runs
+    match any digits; None when there is none."""
     texts = [line for line in lines if line.strip()]
     tried = 0
     for line in texts:
@@ -164,9 +166,12 @@ def _collector_prefix(lines: list[bytes]) -> re.Pattern[bytes] | None:
         rest = split_prefix(head.decode("utf-8", "replace") + "x")[1][:-1].encode()
         if not rest.strip() or _LEVEL_RE.search(rest):
             return None  # a process prefix triage reads itself, or a logger's record (its level counts)
+        if len(rest) > PREFIX_MAX:
+            continue  # a message that goes on into a traceback, not a tag
         keep = head[: len(head) - len(rest)]  # a process prefix in front of it stays: it names the process
         pattern = re.compile(b"(" + _shape(keep) + b")" + _shape(rest) + rb"?")
-        if 5 * sum(pattern.match(line) is not None for line in texts) >= 4 * len(texts):
+        tagged = sum(pattern.match(line) is not None for line in texts)
+        if tagged >= 2 and 5 * tagged >= 4 * len(texts):
             return pattern
     return None
 
