@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from console.triage.paste import Decolored, Dedented, Unwrapped, paste_indent, pasted_reader, wrap_width
+from console.triage.paste import (
+    ROW_CAP,
+    Decolored,
+    Dedented,
+    Unnumbered,
+    Unwrapped,
+    paste_indent,
+    pasted_reader,
+    wrap_width,
+)
 from tests.test_triage_fastpath import _rl_log_module
 from tests.triage_helpers import REAL, primary, tri_text
 
@@ -334,3 +343,13 @@ def test_unwrapped_reader_joins_rows_at_every_read_size() -> None:
             out += chunk
         assert out == _unwrapped_reference(data, width), (data, width, out)
         assert out.count(b"\n") == data.count(b"\n")
+
+
+def test_row_readers_let_a_giant_line_through_in_parts() -> None:
+    """A line longer than ROW_CAP is not held whole: its start is rewritten once, the rest goes through
+    untouched, and the next line is read as a line again."""
+    giant = b"12: " + b"x" * (ROW_CAP + 10) + b": 7 kept\n13: Traceback (most recent call last):\n14: tail"
+    reader, out = Unnumbered(io.BytesIO(giant), b": "), b""
+    while chunk := reader.read(65536):
+        out += chunk
+    assert out == b"x" * (ROW_CAP + 10) + b": 7 kept\nTraceback (most recent call last):\ntail"

@@ -212,13 +212,18 @@ class _RowReader:
         self._rest = b""  # the unfinished last row of the previous read
         self._mid = False  # inside a giant row let through in parts
 
+    def _rewrite(self, row: bytes) -> bytes:
+        """What a row reads as, on its own (a reader that joins rows overrides _row and _part instead)."""
+        raise NotImplementedError
+
     def _row(self, row: bytes, out: list[bytes]) -> None:
         """A complete row (without its newline): append what it reads as, with its newline."""
-        raise NotImplementedError
+        out.append(self._rewrite(row) + b"\n")
 
     def _part(self, part: bytes, out: list[bytes]) -> None:
         """A part of a giant row (the first one unless ``_mid``), or the log's last row (no newline)."""
-        raise NotImplementedError
+        if part:
+            out.append(part if self._mid else self._rewrite(part))
 
     def read(self, size: int = -1) -> bytes:
         out: list[bytes] = []
@@ -275,31 +280,20 @@ class Unnumbered(_RowReader):
         super().__init__(fh)
         self.sep = sep
 
-    def _strip(self, row: bytes) -> bytes:
+    def _rewrite(self, row: bytes) -> bytes:
         m = _NUMBER_RE.match(row)
-        if self._mid or m is None:
+        if m is None:
             return row
         rest = row[m.end() :]
         return rest[len(self.sep) :] if rest.startswith(self.sep) else rest.lstrip(_SEP_CHARS)
-
-    def _row(self, row: bytes, out: list[bytes]) -> None:
-        out.append(self._strip(row) + b"\n")
-
-    def _part(self, part: bytes, out: list[bytes]) -> None:
-        if part:
-            out.append(self._strip(part))
 
 
 class Decolored(_RowReader):
     """A binary reader of a log whose colour codes lost their ESC byte in the copy ("[36m(pid=12)[0m ...",
     as a terminal or a web log view gives them): the codes are removed from every row."""
 
-    def _row(self, row: bytes, out: list[bytes]) -> None:
-        out.append(_LOST_SGR_RE.sub(b"", row) + b"\n")
-
-    def _part(self, part: bytes, out: list[bytes]) -> None:
-        if part:
-            out.append(_LOST_SGR_RE.sub(b"", part))
+    def _rewrite(self, row: bytes) -> bytes:
+        return _LOST_SGR_RE.sub(b"", row)
 
 
 def _lost_colours(lines: list[bytes]) -> bool:
@@ -316,16 +310,9 @@ class Unprefixed(_RowReader):
         super().__init__(fh)
         self.prefix = prefix
 
-    def _strip(self, row: bytes) -> bytes:
-        m = None if self._mid else self.prefix.match(row)
+    def _rewrite(self, row: bytes) -> bytes:
+        m = self.prefix.match(row)
         return row if m is None else row[: m.end(1)] + row[m.end() :]
-
-    def _row(self, row: bytes, out: list[bytes]) -> None:
-        out.append(self._strip(row) + b"\n")
-
-    def _part(self, part: bytes, out: list[bytes]) -> None:
-        if part:
-            out.append(self._strip(part))
 
 
 def pasted_reader(fh: BinaryIO) -> ByteReader:
