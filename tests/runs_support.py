@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -41,6 +42,13 @@ def wait_for(pred, timeout: float = 30.0, what: str = "condition") -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def takes_ctrl_c() -> None:
+    """``preexec_fn`` of a console that a test interrupts with SIGINT: take it as a terminal's Ctrl-C
+    would be taken. A CI shell that starts the suite in the background leaves SIGINT ignored, and a
+    child that starts with it ignored never sees the KeyboardInterrupt the test is about."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess:

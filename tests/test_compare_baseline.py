@@ -165,7 +165,7 @@ def test_ctrl_c_cancels_the_run_in_flight_and_removes_the_worktree(tmp_path: Pat
     import sys
     import time
 
-    from runs_support import ROOT, wait_finished
+    from runs_support import ROOT, takes_ctrl_c, wait_finished
 
     repo = make_bridge(tmp_path, IDENTITY, PLANTED)
     proc = subprocess.Popen(
@@ -192,6 +192,7 @@ def test_ctrl_c_cancels_the_run_in_flight_and_removes_the_worktree(tmp_path: Pat
         text=True,
         stdin=subprocess.DEVNULL,
         env=dict(os.environ),
+        preexec_fn=takes_ctrl_c,
     )
     try:
         deadline = time.monotonic() + 120

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from runs_support import PY, ROOT, cli, reap_runs, step, wait_finished, wait_for
+from runs_support import PY, ROOT, cli, reap_runs, step, takes_ctrl_c, wait_finished, wait_for
 
 from console.rundir.state import initial_state, read_state, write_state
 from console.runs.cancel import cancel_run
@@ -508,6 +508,7 @@ def test_ctrl_c_on_an_attached_run_detaches_with_its_own_exit_code(tmp_path: Pat
         text=True,
         env=env,
         cwd=ROOT,
+        preexec_fn=takes_ctrl_c,
     )
     try:
         wait_for(lambda: bool(RunStore(runs).run_dirs()), timeout=90, what="the run folder")

@@ -151,7 +151,8 @@ def _collector_prefix(lines: list[bytes]) -> re.Pattern[bytes] | None:
     frame (also pytest's, or a py-spy dump's thread) or an exception's type. It counts when it is short
     (``PREFIX_MAX``), at least 2 lines and 4 in 5 of the head's lines start with it (digits aside),
     triage does not already read it as a process prefix, and it names no log level (a logger's record
-    of a traceback is read as it is: its level and source are evidence). As a pattern whose digit runs
+    of a traceback is read as it is: its level and source are evidence; the frames below such a record
+    still show a collector's prefix). As a pattern whose digit runs
     match any digits; None when there is none."""
     texts = [line for line in lines if line.strip()]
     tried = 0
@@ -164,8 +165,10 @@ def _collector_prefix(lines: list[bytes]) -> re.Pattern[bytes] | None:
             return None
         head = line[: m.start()].rstrip(b" \t") + b" "
         rest = split_prefix(head.decode("utf-8", "replace") + "x")[1][:-1].encode()
-        if not rest.strip() or _LEVEL_RE.search(rest):
-            return None  # a process prefix triage reads itself, or a logger's record (its level counts)
+        if not rest.strip():
+            return None  # a process prefix triage reads itself
+        if _LEVEL_RE.search(rest):
+            continue  # a logger's record that runs into a traceback (its level counts): a frame may tell
         if len(rest) > PREFIX_MAX:
             continue  # a message that goes on into a traceback, not a tag
         keep = head[: len(head) - len(rest)]  # a process prefix in front of it stays: it names the process
