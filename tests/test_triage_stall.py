@@ -61,6 +61,7 @@ PHASES = [
     ("e-vllm-serve-tp4-hangs-at-model-weights-format", "server_startup"),
     ("hang-vllm-full-cudagraph-1024-requests-stuck", "engine_no_throughput"),
     ("hang-verl-rollout-hang-gpu-util-zero", "gpu_idle_snapshot"),  # nvidia-smi: memory held, 0% util
+    ("l-onlinerlhf-deepspeed-init-distributed-hang", "distributed_init"),  # DeepSpeed comm init records
 ]
 
 

@@ -35,6 +35,10 @@ CHAIN_LITERALS = ("During handling of the above exception", "The above exception
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
+# A Python warning as the warnings module prints it: "<file>:<line>: <Category>Warning: <message>", the
+# message going on over the next lines when it holds newlines, then the source line, indented.
+WARNING_LITERAL = "Warning: "
+_WARNING_HEAD_RE = re.compile(r":\d+\)?: (?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Warning: ")
 # glog-style error/fatal levels of the C++ parts: PyTorch c10 "[E704 13:48:58.26 file.cpp:12]" / "[F file.cpp:12]",
 # Ray's "[2024-05-01 10:00:00,000 E 1234 5678]"
 GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ", " C ", ".cc:", ".cpp:")
@@ -51,6 +55,7 @@ STRUCTURE_LITERALS = (
     *EXCEPTION_LITERALS,
     *IMPORT_LITERALS,
     *METRIC_LITERALS,
+    WARNING_LITERAL,
 )
 _FRAME_RE = re.compile(
     r'^\s*(?:File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?'
@@ -67,6 +72,7 @@ _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
 _INLINE_FRAME_RE = re.compile(
     r'(?<= )File "[^"]+", line \d+, in (?P<func>[\w<>.]+)'
 )  # frames in a flattened line
+IN_WARNING = "in_warning"  # rule id suffix of a finding in a Python warning's message
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
@@ -202,6 +208,7 @@ class TriageEngine:
         self._last_closed: dict[str, _Traceback] = {}
         self._chain_pending: set[str] = set()
         self._noise_pending: set[str] = set()
+        self._warning_heads: dict[str, int] = {}  # process prefix -> line of its last Python warning's head
         self._metrics = MetricWatch()
         self.context: dict[str, int] = {}  # tag -> last line seen
         self.context_first: dict[str, int] = {}  # tag -> first line seen
@@ -278,6 +285,12 @@ class TriageEngine:
         new: list[Finding] = []
         self._structure(prefix, body, lineno, new)
         tb = self._tbs.get(prefix)
+        # the line right after a Python warning's head, not its indented source line: the warning's
+        # message goes on here ("RuntimeWarning: Failed to read commit hash:" / "No module named ..."),
+        # and what it names was only warned about: it counts as a cause only if the run then dies
+        in_warning = tb is None and body[:1] not in (" ", "\t") and self._warning_heads.get(prefix) == lineno - 1
+        if WARNING_LITERAL in body and _WARNING_HEAD_RE.search(body):
+            self._warning_heads[prefix] = lineno
         if (
             tb is not None
             and tb.frames
@@ -289,7 +302,7 @@ class TriageEngine:
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
-        if repeatable:
+        if repeatable and not in_warning:
             self._remember(text, present, rule)
         handled = rule is not None
         if rule is not None:
@@ -305,6 +318,7 @@ class TriageEngine:
                 rule.soft,
                 rule,
                 upgrade=self._frame_upgrade(rule.cls, tb),
+                in_warning=in_warning,
             )
             if f is not None:
                 new.append(f)
@@ -312,6 +326,8 @@ class TriageEngine:
                 tb.classified = True
         elif not (tb and tb.noise) and any(lit in body for lit in IMPORT_LITERALS):
             f = self._import_finding(prefix, body, lineno, tb)
+            if f is not None and in_warning:
+                f.rule, f.transient = f"{f.rule}+{IN_WARNING}", True
             if f is not None:
                 handled = True
                 added = self._add_finding(f, count)
@@ -1034,11 +1050,14 @@ class TriageEngine:
         soft: bool,
         rule: Rule | None,
         upgrade: tuple[str, str, str] | None = None,
+        in_warning: bool = False,
     ) -> Finding | None:
         if upgrade is not None:
             cls, verdict, frame_id = upgrade
             rule_id = f"{rule_id}+{frame_id}"
             rule = None
+        if in_warning:  # its own finding (rule id): the same line outside a warning still counts in full
+            rule_id = f"{rule_id}+{IN_WARNING}"
         lines = [lineno]
         if rule is not None and rule.context is not None and rule.context in self.context:
             lines.insert(0, self.context[rule.context])
@@ -1055,7 +1074,7 @@ class TriageEngine:
             tier=rule.tier if rule else None,
             confidence=rule.confidence if rule else 0.9,
             lines=lines,
-            transient=rule.transient if rule else False,
+            transient=(rule.transient if rule else False) or in_warning,
             min_count=rule.min_count if rule else 1,
         )
         return self._add_finding(f, count)

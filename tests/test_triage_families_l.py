@@ -1,0 +1,86 @@
+"""General triage families added with corpus round l (issue 12), on real excerpts from public threads
+(``tests/fixtures/triage/real/``, sources.json) and against lines of the same family that must not fire:
+
+- a line that goes on with a Python warning's message (the warnings module prints "<file>:<n>:
+  <Category>Warning: <message>", a message with newlines over the next lines, then the source line) is
+  part of the warning: what it names (vLLM's "Failed to read commit hash:" / "No module named
+  'vllm._version'") counts as a cause only if the run then dies with nothing else to explain it;
+- torch's per-parameter "size mismatch for <name>: copying a param with shape ..." lines, pasted without
+  the exception line above them, are a checkpoint that does not fit the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.triage_helpers import primary, tri, tri_text
+
+WARNING = (
+    "/venv/lib/python3.10/site-packages/vllm/connections.py:8: RuntimeWarning: Failed to read commit hash:\n"
+    "No module named 'vllm._version'\n"
+    "  from vllm.version import __version__ as VLLM_VERSION\n"
+)
+
+
+def test_a_warnings_message_is_not_a_failure() -> None:
+    for name in ("warning_message_no_module_vllm_version", "warning_message_no_module_ray_prefix"):
+        res = tri(name)
+        assert res["verdict"] not in ("Fail", "Blocked"), name
+        assert res["primary"] is None, name
+        (f,) = res["findings"]
+        assert f["transient"] and f["rule"].endswith("+in_warning"), name
+
+
+def test_the_same_words_outside_a_warning_still_count(tmp_path: Path) -> None:
+    # the exception line of a failed import
+    crash = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/serve.py", line 3, in <module>\n'
+        "    import vllm._version\n"
+        "ModuleNotFoundError: No module named 'vllm._version'\n"
+    )
+    assert primary(tri_text(tmp_path, crash))[:2] == ("Blocked", "missing_dependency")
+    # a bare line two lines below a warning's head is not its message
+    later = WARNING + "No module named 'flash_attn'\n"
+    assert primary(tri_text(tmp_path, later))[:2] == ("Blocked", "missing_dependency")
+    # a process's warning does not cover the next line of another process
+    other = (
+        "(pid=11) /venv/vllm/connections.py:8: RuntimeWarning: Failed to read commit hash:\n"
+        "(pid=12) No module named 'flash_attn'\n"
+    )
+    assert primary(tri_text(tmp_path, other))[:2] == ("Blocked", "missing_dependency")
+
+
+def test_a_warned_module_explains_a_death_nothing_else_explains(tmp_path: Path) -> None:
+    died = WARNING + "Segmentation fault (core dumped)\n"
+    res = tri_text(tmp_path, died, exit_code=139)
+    assert res["verdict"] in ("Fail", "Blocked")
+    assert any(f["rule"].endswith("+in_warning") for f in res["findings"])
+
+
+def test_state_dict_shape_mismatch_lines_are_a_checkpoint_failure(tmp_path: Path) -> None:
+    for name in ("state_dict_shape_mismatch_t5_vocab", "state_dict_shape_mismatch_gpt_tabbed"):
+        assert primary(tri(name)) == ("Fail", "checkpoint_failure", "state_dict_shape_mismatch"), name
+    # transformers' notice for weights it re-initialised on purpose (ignore_mismatched_sizes) is not one
+    notice = (
+        "Some weights of BertForSequenceClassification were not initialized from the model checkpoint at "
+        "bert-base-uncased and are newly initialized because the shapes did not match:\n"
+        "- classifier.weight: found shape torch.Size([2, 768]) in the checkpoint and torch.Size([5, 768]) "
+        "in the model instantiated\n"
+    )
+    assert primary(tri_text(tmp_path, notice))[1] != "checkpoint_failure"
+
+
+def test_a_process_group_that_came_up_is_no_stall(tmp_path: Path) -> None:
+    joined = (
+        "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+        "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+        "All distributed processes registered. Starting with 2 processes\n"
+    )
+    assert tri_text(tmp_path, joined)["primary"] is None
+    # DeepSpeed's record of every init_distributed call says nothing about where the run is
+    record = (
+        "[WARNING] [comm.py:152:init_deepspeed_backend] NCCL backend in DeepSpeed not yet implemented\n"
+        " [INFO] [comm.py:594:init_distributed] cdb=None\n"
+    )
+    assert tri_text(tmp_path, record)["primary"] is None
