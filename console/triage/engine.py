@@ -288,7 +288,9 @@ class TriageEngine:
         # the line right after a Python warning's head, not its indented source line: the warning's
         # message goes on here ("RuntimeWarning: Failed to read commit hash:" / "No module named ..."),
         # and what it names was only warned about: it counts as a cause only if the run then dies
-        in_warning = tb is None and body[:1] not in (" ", "\t") and self._warning_heads.get(prefix) == lineno - 1
+        in_warning = (
+            tb is None and body[:1] not in (" ", "\t") and self._warning_heads.get(prefix) == lineno - 1
+        )
         if WARNING_LITERAL in body and _WARNING_HEAD_RE.search(body):
             self._warning_heads[prefix] = lineno
         if (
