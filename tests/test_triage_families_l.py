@@ -84,3 +84,19 @@ def test_a_process_group_that_came_up_is_no_stall(tmp_path: Path) -> None:
         " [INFO] [comm.py:594:init_distributed] cdb=None\n"
     )
     assert tri_text(tmp_path, record)["primary"] is None
+
+
+def test_a_death_after_the_training_loop_returned_is_a_teardown_crash(tmp_path: Path) -> None:
+    """Lightning's and verl's own closing lines (upstream strings) end the training loop: a death after
+    one of them is a teardown crash, before it an unexplained crash."""
+    death = "Segmentation fault (core dumped)\n"
+    for done in (
+        "`Trainer.fit` stopped: `max_epochs=5` reached.\n",
+        "INFO:lightning.pytorch.utilities.rank_zero:`Trainer.fit` stopped: `max_steps=100` reached.\n",
+        "(TaskRunner pid=2211) Final validation metrics: {'val-core/openai/gsm8k/reward/mean@1': 0.71}\n",
+    ):
+        assert primary(tri_text(tmp_path, "Epoch 4: 100%\n" + done + death, exit_code=139))[:2] == (
+            "Fail",
+            "teardown_crash",
+        ), done
+    assert primary(tri_text(tmp_path, "Epoch 4: 100%\n" + death, exit_code=139))[1] != "teardown_crash"
