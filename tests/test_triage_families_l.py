@@ -100,3 +100,17 @@ def test_a_death_after_the_training_loop_returned_is_a_teardown_crash(tmp_path: 
             "teardown_crash",
         ), done
     assert primary(tri_text(tmp_path, "Epoch 4: 100%\n" + death, exit_code=139))[1] != "teardown_crash"
+
+
+def test_a_cut_traceback_is_read_from_the_raise_in_its_last_frame(tmp_path: Path) -> None:
+    from tests.triage_helpers import REAL
+
+    lines = (REAL / "hf_entry_not_found_tgi_download.log").read_text().splitlines()
+    cut = "\n".join(lines[:7]) + "\n"  # the paste stops at "    raise EntryNotFoundError("
+    assert lines[6].strip() == "raise EntryNotFoundError("
+    res = tri_text(tmp_path, cut)
+    assert primary(res) == ("Blocked", "hf_offline_missing", "exc_hf_missing+raised_in_cut_traceback")
+    assert res["primary"]["confidence"] <= 0.5
+    # a bare re-raise names nothing: the traceback stays unterminated
+    reraise = 'Traceback (most recent call last):\n  File "/app/x.py", line 3, in f\n    raise\n'
+    assert primary(tri_text(tmp_path, reraise))[2] == "traceback:unterminated"

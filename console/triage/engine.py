@@ -72,6 +72,9 @@ _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
 _INLINE_FRAME_RE = re.compile(
     r'(?<= )File "[^"]+", line \d+, in (?P<func>[\w<>.]+)'
 )  # frames in a flattened line
+# a cut traceback's last frame that raises: "raise EntryNotFoundError(", "raise OSError(f'No such file: {p}')"
+_RAISE_RE = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?:\((?P<msg>.*))?$")
+RAISED = "raised_in_cut_traceback"  # rule id suffix of a finding read from that raise statement
 IN_WARNING = "in_warning"  # rule id suffix of a finding in a Python warning's message
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
@@ -827,6 +830,23 @@ class TriageEngine:
                     return self._exc_rule_finding(er, lineno, text)
         return None
 
+    def _raised_finding(self, tb: _Traceback, line: int, lines: list[int]) -> Finding | None:
+        """A traceback cut before its exception line whose last frame quotes a ``raise Type(...)``: that
+        type (and the message written in the statement) names the cause as an exception line would, with
+        less confidence. None when the statement is missing or names no known type."""
+        if not tb.frames or len(tb.sources) != len(tb.frames):
+            return None
+        m = _RAISE_RE.match(tb.sources[-1])
+        if m is None:
+            return None
+        msg = (m.group("msg") or "").strip().rstrip(")").lstrip("frbFRB").strip("\"'")
+        f = self._exception_finding(m.group("type"), None, msg, line, tb.sources[-1], tb.frames, stage="all")
+        if f is None:
+            return None
+        f.rule, f.lines = f"{f.rule}+{RAISED}", lines
+        f.confidence = min(f.confidence, 0.5)
+        return f
+
     def _component_finding(self, text: str, lineno: int) -> Finding | None:
         for c in self.cat.components:
             if c.regex.search(text):
@@ -922,6 +942,10 @@ class TriageEngine:
         line = tb.exc_line if tb.exc_line is not None else tb.start
         evidence = tb.exc_text or (tb.frames[-1] if tb.frames else TRACEBACK_START)
         lines = sorted({tb.start, line})
+        if tb.exc_text is None and not tb.wrapper:
+            f = self._raised_finding(tb, line, lines)
+            if f is not None:
+                return f
         if tb.exc_text is not None or tb.wrapper:
             exc = tb.exc
             etype = exc.group("type") if exc else ""
