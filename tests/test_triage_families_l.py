@@ -114,3 +114,8 @@ def test_a_cut_traceback_is_read_from_the_raise_in_its_last_frame(tmp_path: Path
     # a bare re-raise names nothing: the traceback stays unterminated
     reraise = 'Traceback (most recent call last):\n  File "/app/x.py", line 3, in f\n    raise\n'
     assert primary(tri_text(tmp_path, reraise))[2] == "traceback:unterminated"
+
+
+def test_hf_argument_parser_rejecting_options_is_a_config_error() -> None:
+    for name in ("hfargparser_unused_args_deepspeed", "hfargparser_unused_args_renamed_option"):
+        assert primary(tri(name)) == ("Blocked", "config_error", "launcher_rejected_arguments"), name
