@@ -119,3 +119,32 @@ def test_a_cut_traceback_is_read_from_the_raise_in_its_last_frame(tmp_path: Path
 def test_hf_argument_parser_rejecting_options_is_a_config_error() -> None:
     for name in ("hfargparser_unused_args_deepspeed", "hfargparser_unused_args_renamed_option"):
         assert primary(tri(name)) == ("Blocked", "config_error", "launcher_rejected_arguments"), name
+
+
+def test_interleaved_tracebacks_of_an_indented_paste_keep_their_exception(tmp_path: Path) -> None:
+    """Two processes' tracebacks interleaved (multiprocessing children stopped by one Ctrl-C), pasted
+    indented under a line that is not: the second header opens a traceback as deeply indented as the
+    first, so its exception line is read (a user cancel, not an unterminated traceback)."""
+    two = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/multiprocessing/process.py", line 314, in _bootstrap\n'
+        "    self.run()\n"
+        "Traceback (most recent call last):\n"
+        '  File "/venv/sglang/srt/managers/scheduler.py", line 872, in recv_requests\n'
+        "    recv_reqs = broadcast_pyobj(\n"
+        "KeyboardInterrupt\n"
+    )
+    pasted = "Process Process-3:\n" + "".join(" " + line for line in two.splitlines(keepends=True))
+    assert primary(tri_text(tmp_path, pasted))[:2] == ("Cancelled", "cancelled")
+    assert primary(tri_text(tmp_path, two))[:2] == ("Cancelled", "cancelled")
+
+
+def test_agent_loop_errors_are_generation_errors(tmp_path: Path) -> None:
+    """verl's agent loop logs each sample whose tool call it cannot parse and goes on (two threads of the
+    corpus: verl#7177, verl#5668): generation errors, not an unknown failure."""
+    lines = (
+        "(AgentLoopWorker pid=2278825) ERROR:2026-03-19 11:19:08,800:Failed to decode tool call: "
+        "Invalid \\escape: line 2 column 146 (char 146)\n"
+    ) * 3
+    res = tri_text(tmp_path, lines)
+    assert res["findings"] and res["findings"][0]["class"] == "generation_failure"

@@ -283,10 +283,11 @@ class TriageEngine:
         )
         prefix, body = split_prefix(text)
         tb = self._tbs.get(prefix)
+        stripped = ""
         if tb is not None and tb.indent and body.startswith(tb.indent):
-            body = body[len(tb.indent) :]
+            body, stripped = body[len(tb.indent) :], tb.indent
         new: list[Finding] = []
-        self._structure(prefix, body, lineno, new)
+        self._structure(prefix, body, lineno, new, stripped)
         tb = self._tbs.get(prefix)
         # the line right after a Python warning's head, not its indented source line: the warning's
         # message goes on here ("RuntimeWarning: Failed to read commit hash:" / "No module named ..."),
@@ -686,12 +687,14 @@ class TriageEngine:
             self.completed_line = lineno
             self.evidence.setdefault("complete", evidence_text(body))
 
-    def _structure(self, prefix: str, body: str, lineno: int, new: list[Finding]) -> None:
+    def _structure(self, prefix: str, body: str, lineno: int, new: list[Finding], stripped: str = "") -> None:
+        """``stripped``: the open traceback's indent, already taken off ``body``: a header there opens a
+        traceback indented as deep (two processes' tracebacks interleaved in an indented paste)."""
         if TRACEBACK_START in body:
             old = self._tbs.pop(prefix, None)
             if old is not None:
                 self._close(prefix, old, new)
-            tb = _Traceback(start=lineno, indent=body[: len(body) - len(body.lstrip(" \t"))])
+            tb = _Traceback(start=lineno, indent=stripped + body[: len(body) - len(body.lstrip(" \t"))])
             if prefix in self._chain_pending:
                 tb.chained = True
                 self._chain_pending.discard(prefix)
