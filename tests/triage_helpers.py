@@ -25,3 +25,16 @@ def primary(res: dict) -> tuple[str, str | None, str | None]:
     """(verdict, primary class, primary rule)."""
     p = res["primary"] or {}
     return res["verdict"], p.get("class"), p.get("rule")
+
+
+def tuning_case(case_id: str) -> str:
+    """The log excerpt of a tuning-split case of ``tests/corpus/*.jsonl`` (never a held-out one)."""
+    import json
+
+    for path in sorted((Path(__file__).parent / "corpus").glob("cases-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            case = json.loads(line) if line.strip() else None
+            if case and case["id"] == case_id:
+                assert case["split"] == "tuning", f"{case_id} is held out"
+                return case["log_excerpt"]
+    raise KeyError(case_id)

@@ -427,6 +427,7 @@ TriageException = TypedDict(
         "verdict": NotRequired[str],
         "also": NotRequired[list[str]],  # other classes the same exception fits
         "after_frames": NotRequired[bool],  # a weak guess: the traceback's frame rules go first
+        "library_caller": NotRequired[str],  # the class when an installed package made the failing call
     },
 )
 TriageComponent = TypedDict(
@@ -451,6 +452,7 @@ class TriageImports(TypedDict):
     bridge_modules: NotRequired[list[str]]
     bridge_max_depth: NotRequired[int]
     venv_paths: NotRequired[str]
+    installed_paths: NotRequired[str]
 
 
 class TriageLimitation(TypedDict):

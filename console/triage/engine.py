@@ -76,6 +76,7 @@ _INLINE_FRAME_RE = re.compile(
 _RAISE_RE = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?:\((?P<msg>.*))?$")
 RAISED = "raised_in_cut_traceback"  # rule id suffix of a finding read from that raise statement
 IN_WARNING = "in_warning"  # rule id suffix of a finding in a Python warning's message
+LIBRARY_CALLER = "library_caller"  # rule id suffix: an installed package made the failing call
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
@@ -830,7 +831,7 @@ class TriageEngine:
                 if (stage == "early" and er.after_frames) or (stage == "late" and not er.after_frames):
                     continue
                 if er.type_re.search(t) and (er.message_re is None or er.message_re.search(msg)):
-                    return self._exc_rule_finding(er, lineno, text)
+                    return self._exc_rule_finding(er, lineno, text, frames)
         return None
 
     def _raised_finding(self, tb: _Traceback, line: int, lines: list[int]) -> Finding | None:
@@ -867,18 +868,27 @@ class TriageEngine:
                 )
         return None
 
-    def _exc_rule_finding(self, er: ExceptionRule, lineno: int, text: str) -> Finding:
-        info = self.cat.classes[er.cls]
+    def _exc_rule_finding(
+        self, er: ExceptionRule, lineno: int, text: str, frames: list[str] | None = None
+    ) -> Finding:
+        cls, verdict, rule_id, also = er.cls, er.verdict, er.id, list(er.also)
+        installed = self.cat.imports.installed_path_re
+        if er.library_caller and frames and installed is not None and installed.search(frames[-1]):
+            # the failing call was made inside an installed package, not by the user's code
+            also = [er.cls, *(c for c in also if c not in (er.cls, er.library_caller))]
+            cls, rule_id = er.library_caller, f"{er.id}+{LIBRARY_CALLER}"
+            verdict = self.cat.classes[cls].verdict
+        info = self.cat.classes[cls]
         return Finding(
-            er.cls,
-            er.verdict,
+            cls,
+            verdict,
             lineno,
             evidence_text(text),
-            er.id,
+            rule_id,
             file=self.source,
             tier=er.tier if er.tier is not None else info.tier,
             confidence=er.confidence,
-            also=list(er.also),
+            also=also,
         )
 
     def _import_finding(self, prefix: str, body: str, lineno: int, tb: _Traceback | None) -> Finding | None:

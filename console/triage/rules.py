@@ -105,6 +105,9 @@ class ExceptionRule:
     confidence: float = 0.8
     also: tuple[str, ...] = ()  # other classes the same exception fits (reported as alternatives)
     after_frames: bool = False  # a weak type-only guess: the traceback's frame rules go first
+    # the class instead (``cls`` then becomes an alternative) when the deepest frame, the one that made
+    # the failing call, is in an installed package: one package calling another at a version it lacks
+    library_caller: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ class ImportPolicy:
     bridge_modules: tuple[str, ...]
     bridge_max_depth: int
     venv_path_re: re.Pattern[str] | None
+    installed_path_re: re.Pattern[str] | None = None  # a frame in an installed package (site-packages)
 
 
 @dataclass(frozen=True)
@@ -225,9 +229,8 @@ def _build(kind: type[T], entry: dict[str, Any], where: str, classes: dict[str, 
             value = float(value)
         elif isinstance(value, list):
             value = tuple(value)
-        if f.name in ("cls", "upgrades", "also") and not set([value] if f.name == "cls" else value) <= set(
-            classes
-        ):
+        named = [value] if isinstance(value, str) else value
+        if f.name in ("cls", "upgrades", "also", "library_caller") and not set(named) <= set(classes):
             raise CatalogError(f"{where}: unknown class in {key} {value!r}")
         if f.name == "verdict" and value not in VERDICTS:
             raise CatalogError(f"{where}: bad verdict {value!r}")
@@ -304,6 +307,11 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         bridge_modules=tuple(imp.get("bridge_modules") or ()),
         bridge_max_depth=int(imp.get("bridge_max_depth", 2)),
         venv_path_re=_compile(imp["venv_paths"], "imports.venv_paths") if imp.get("venv_paths") else None,
+        installed_path_re=(
+            _compile(imp["installed_paths"], "imports.installed_paths")
+            if imp.get("installed_paths")
+            else None
+        ),
     )
     return Catalog(
         classes=classes,
