@@ -84,3 +84,52 @@ def test_vllm_waiting_for_a_placement_group_is_a_cluster_without_the_resources(t
     once = tuning_case("n-aibrix-vllm-ray-placement-group-wait").splitlines()[0] + "\n"
     res = tri_text(tmp_path, once + "Max number of steps has been reached, stopping training early\n")
     assert res["verdict"] == "Pass", res["primary"]
+
+
+def test_an_inf_loss_in_a_metric_table_is_a_metric_failure_a_nan_one_is_not(tmp_path: Path) -> None:
+    # Dreamer's "model_loss inf / value_loss 5.0 / ..." after its grad norm went nan: a diverged run
+    res = tri_text(tmp_path, tuning_case("k-metric-dreamer-model-grad-norm-nan-inf-losses"))
+    assert primary(res) == ("Fail", "metric_failure", "nan_inf_metric")
+    # rlpyt's and stable-baselines' tables print nan for a statistic whose window is still empty
+    for name in ("metric_table_nan_empty_window_rlpyt", "metric_table_nan_empty_window_sb_ppo2"):
+        res = tri(name)
+        assert res["verdict"] not in ("Fail", "Blocked") and res["primary"] is None, name
+    # the colon form still counts a nan loss
+    assert primary(tri_text(tmp_path, "step 12 | loss: nan | lr: 1e-5\n"))[1] == "metric_failure"
+
+
+def test_a_bare_missing_file_line_names_data_only_for_a_data_file(tmp_path: Path) -> None:
+    # a paste of the error alone: "[Errno 2] No such file or directory: '../dataset/.../x_train.json'"
+    res = tri_text(tmp_path, tuning_case("m-dpt-t2i-refall-json-missing"))
+    assert primary(res) == ("Blocked", "data_missing", "data_files_missing")
+    assert (
+        primary(tri_text(tmp_path, "[Errno 2] No such file or directory: 'data/train.jsonl'\n"))[1]
+        == "data_missing"
+    )
+    # a model's or trainer's own .json is no dataset
+    for own in (
+        "outputs/run1/trainer_state.json",
+        "/models/llama/tokenizer_config.json",
+        "ckpt/model.safetensors.index.json",
+    ):
+        res = tri_text(tmp_path, f"[Errno 2] No such file or directory: '{own}'\n")
+        assert primary(res)[1] != "data_missing", own
+
+
+def test_an_exception_logged_at_error_level_is_an_exception_line(tmp_path: Path) -> None:
+    # logger.exception()/error() records whose message is "Type: message", pasted without the frames:
+    # vLLM's "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d]", DeepSpeed's, logging's default
+    for line in (
+        "(EngineCore_DP0 pid=11) ERROR 03-02 10:11:12 [core.py:700] RuntimeError: Worker failed with error 'x'",
+        "[2024-05-01 10:00:00,123] [ERROR] [engine.py:12:step] RuntimeError: the step failed",
+        "ERROR:root:RuntimeError: the step failed",
+    ):
+        res = tri_text(tmp_path, line + "\n")
+        assert primary(res)[:2] == ("Fail", "unknown_error"), line
+        assert "RuntimeError" in res["primary"]["evidence"], line
+    # a logged error that is no exception line, and a warning category, stay what they were
+    for line in (
+        "ERROR 04-10 03:53:16 [launcher.py:34] Error while stopping the server: it was not running",
+        "WARNING 03-02 10:11:12 [utils.py:10] UserWarning: TypedStorage is deprecated",
+    ):
+        assert tri_text(tmp_path, line + "\n")["verdict"] != "Fail", line

@@ -94,6 +94,13 @@ _EXC_RE = re.compile(
 _EXC_AFTER_FRAMES_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z](?=\w*[a-z])\w*)(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
+# The head of a log record at error level whose message is an exception line (an exception logged with
+# logger.exception / logger.error and no traceback pasted): vLLM's "ERROR 03-02 10:11:12 [core.py:700] ",
+# DeepSpeed's "[2024-05-01 10:00:00,123] [ERROR] [engine.py:12:fn] ", logging's default "ERROR:root:".
+_LOGGED_ERROR_HEAD_RE = re.compile(
+    r"^(?:\[[^\]]{0,40}\]\s*)?\[?(?:ERROR|CRITICAL|FATAL)\]?"
+    r"(?::[\w.]+:|\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)?\s*(?:\[[\w./-]+:\d+(?::\w+)?\]\s*)?"
+)
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Process prefixes that interleave several processes' output (Ray actors, torchrun ranks, compose...).
 _PREFIX_RE = re.compile(
@@ -360,6 +367,10 @@ class TriageEngine:
         exc = _EXC_RE.match(body) if body[:1] not in (" ", "\t") else None
         if exc is None and tb is not None and tb.frames and body[:1] not in (" ", "\t", ""):
             exc = _EXC_AFTER_FRAMES_RE.match(body)
+        if exc is None and tb is None and not present.isdisjoint(ERROR_LEVEL_LITERALS):
+            head = _LOGGED_ERROR_HEAD_RE.match(body)
+            if head is not None and head.end() > 0:
+                exc = _EXC_RE.match(body[head.end() :])
         if tb is not None:
             if exc is not None:
                 self._exception_line(prefix, tb, exc, lineno, body, new)
