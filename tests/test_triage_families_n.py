@@ -133,3 +133,11 @@ def test_an_exception_logged_at_error_level_is_an_exception_line(tmp_path: Path)
         "WARNING 03-02 10:11:12 [utils.py:10] UserWarning: TypedStorage is deprecated",
     ):
         assert tri_text(tmp_path, line + "\n")["verdict"] != "Fail", line
+
+
+def test_a_compiled_op_missing_from_torch_ops_is_a_dependency_mismatch(tmp_path: Path) -> None:
+    for name in ("custom_ops_missing_vllm_silu_docext", "custom_ops_missing_vllm_rms_norm_line"):
+        assert primary(tri(name)) == ("Blocked", "missing_dependency", "exc_custom_op_missing"), name
+    # another object lacking an attribute is not one
+    other = "AttributeError: 'Qwen2Model' object has no attribute 'rotary_emb'\n"
+    assert primary(tri_text(tmp_path, other))[2] != "exc_custom_op_missing"
