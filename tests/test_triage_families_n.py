@@ -141,3 +141,19 @@ def test_a_compiled_op_missing_from_torch_ops_is_a_dependency_mismatch(tmp_path:
     # another object lacking an attribute is not one
     other = "AttributeError: 'Qwen2Model' object has no attribute 'rotary_emb'\n"
     assert primary(tri_text(tmp_path, other))[2] != "exc_custom_op_missing"
+
+
+def test_a_repeated_warning_head_still_covers_the_line_after_it(tmp_path: Path) -> None:
+    # repeated lines are counted from memory (no traceback open): a warning's head read that way must still
+    # make the next line part of its message, and a remembered line must not skip that check
+    head = "/venv/lib/python3.10/site-packages/vllm/connections.py:8: RuntimeWarning: Failed to read commit hash:\n"
+    msg = "No module named 'vllm._version'\n"
+    other = "step 1 done\n"
+    text = head + other + head + msg + other + head + msg + head + msg
+    res = tri_text(tmp_path, text)
+    (f,) = [f for f in res["findings"] if f["class"] == "missing_dependency"]
+    assert f["rule"].endswith("+in_warning") and f["transient"] and f["count"] == 3, f
+    assert res["verdict"] not in ("Fail", "Blocked"), res["primary"]
+    # the same message line after a line that is no warning's head is a failure of its own
+    res = tri_text(tmp_path, text + other + msg)
+    assert primary(res)[:2] == ("Blocked", "missing_dependency")

@@ -292,7 +292,7 @@ def test_marker_and_metric_only_lines_same_as_the_whole_feed() -> None:
     for lines in sources:
         cheap, whole = TriageEngine("unknown"), TriageEngine("unknown")
         whole._light_literals = frozenset()  # never the cheap path
-        whole._rule_only = frozenset()  # no line remembered
+        whole._repeatable = frozenset()  # no line remembered
         whole._metrics.learn = False  # _PAIR on every metric line
         calls = 0
 

@@ -212,7 +212,10 @@ class TriageEngine:
         self._line_ac = _line_automaton(sorted({*literals, *EXCEPTION_WORDS}))
         self._literal_set = frozenset(literals)
         self._rule_only = self.literal_roles()["rule"]
-        self._repeats: dict[str, tuple[str, Rule | None]] = {}  # text -> (framework, the rule it matched)
+        # literals of a line whose outcome is a function of its text (a warning's head too: see _remember)
+        self._repeatable = self._rule_only | {WARNING_LITERAL}
+        # text -> (framework, the rule it matched, the process prefix when the line is a Python warning's head)
+        self._repeats: dict[str, tuple[str, Rule | None, str | None]] = {}
         self._findings: dict[tuple[str, str], Finding] = {}
         self._order: list[Finding] = []
         self._tbs: dict[str, _Traceback] = {}
@@ -284,7 +287,7 @@ class TriageEngine:
             not busy
             and not self._detect
             and len(text) <= REPEAT_MAX_LEN
-            and present <= self._rule_only
+            and present <= self._repeatable
             and count == 1
             and not exc_word
             and PYTEST_FRAME_LITERAL not in text
@@ -303,7 +306,8 @@ class TriageEngine:
         in_warning = (
             tb is None and body[:1] not in (" ", "\t") and self._warning_heads.get(prefix) == lineno - 1
         )
-        if WARNING_LITERAL in body and _WARNING_HEAD_RE.search(body):
+        warning_head = WARNING_LITERAL in body and _WARNING_HEAD_RE.search(body) is not None
+        if warning_head:
             self._warning_heads[prefix] = lineno
         if (
             tb is not None
@@ -317,7 +321,7 @@ class TriageEngine:
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
         if repeatable and not in_warning:
-            self._remember(text, present, rule)
+            self._remember(text, present, rule, prefix if warning_head else None)
         handled = rule is not None
         if rule is not None:
             if rule.cls == NOISE_CLASS and rule.id == "noise_exception_ignored_del":
@@ -487,6 +491,13 @@ class TriageEngine:
         changes nothing unless this holds."""
         return _ERROR_LEVEL_RE.search(self.without_repeat_count(text)) is not None
 
+    @staticmethod
+    def warning_head_line(text: str) -> bool:
+        """Whether a cleaned line may hold a Python warning's head, which feed() remembers (the next line
+        may go on with its message): a line whose only literal of feed() is WARNING_LITERAL changes
+        nothing unless this holds."""
+        return WARNING_LITERAL in text and _WARNING_HEAD_RE.search(text) is not None
+
     @property
     def error_level_re(self) -> re.Pattern[str]:
         return _ERROR_LEVEL_RE
@@ -579,7 +590,7 @@ class TriageEngine:
     # one to its finding's count and its line to the finding's lines (as _add_finding does). Logs repeat
     # such lines verbatim (a warning printed every step): those are remembered by their text.
 
-    def _remember(self, text: str, present: set[str], rule: Rule | None) -> None:
+    def _remember(self, text: str, present: set[str], rule: Rule | None, warning_prefix: str | None) -> None:
         rules = self.cat.rules
         if any(rules[i].context is not None for lit in present for i in self._rules_by_lit.get(lit, ())):
             return
@@ -587,13 +598,17 @@ class TriageEngine:
             return  # it opens a pending noise traceback
         if len(self._repeats) >= REPEAT_LINES:
             self._repeats.clear()
-        self._repeats[text] = (self.framework, rule)
+        self._repeats[text] = (self.framework, rule, warning_prefix)
 
     def _repeated_line(self, lineno: int, text: str) -> bool:
         """Account for a remembered line (no traceback open): True when done."""
         seen = self._repeats.get(text)
         if seen is None or seen[0] != self.framework or self._detect:
             return False
+        if self._warning_heads and lineno - 1 in self._warning_heads.values():
+            return False  # it may go on with a warning's message: the whole of feed() decides
+        if seen[2] is not None:
+            self._warning_heads[seen[2]] = lineno  # a warning's head again: what follows may be its message
         rule = seen[1]
         if rule is None:
             return True

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import gc
 import re
+import string
 from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any, Protocol
 
 from console.monitor.text import clean_line
-from console.triage.engine import ERROR_LEVEL_LITERALS, STRUCTURE_LITERALS, TriageEngine
+from console.triage.engine import ERROR_LEVEL_LITERALS, STRUCTURE_LITERALS, WARNING_LITERAL, TriageEngine
 from console.triage.model import FindingRecord
 from console.triage.regexfactors import FOLD_SPECIALS, Factors, fold, pair_keys, query_keys, required
 
@@ -171,7 +172,10 @@ class LineGate:
         self._level_only = (frozenset(ERROR_LEVEL_LITERALS) & roles["feed"]) - rule_lits - marker_lits
         # that regex, one alternative at a time behind its literal factors (the whole is slow on long lines)
         self._level_parts = [(rx, required(rx)) for rx in top_alternatives(engine.error_level_re)]
-        self._sure = roles["feed"] - marker_only - self._level_only  # these go straight to feed()
+        # the Python-warning literal: feed() acts on it only where a warning's head ("<file>:<n>: <Category>Warning: ")
+        # matches (engine.warning_head_line); other "Warning: " lines (NCCL's, a logger's) change nothing
+        self._warning_only = frozenset({WARNING_LITERAL} & roles["feed"]) - rule_lits - marker_lits
+        self._sure = roles["feed"] - marker_only - self._level_only - self._warning_only  # straight to feed()
         self._marker_only = marker_only
         self._must = self._sure | roles["guards"]
         self._rule_lits = roles["rule"] | marker_only
@@ -214,6 +218,12 @@ class LineGate:
         if all(level_keys):
             level = {k.lower().encode() if isinstance(k, str) else k for kk in level_keys for k in kk or ()}
             self._keys.update(dict.fromkeys(self._level_only, level))
+        # a warning's head has a category name right before "Warning: " (UserWarning, FutureWarning, ...): one of
+        # these keys is in any line that warning_head_line can pass ("] Warning: " of NCCL or a logger is not)
+        for lit in self._warning_only:
+            self._keys[lit] = {
+                f"{c}{lit}".lower().encode() for c in string.ascii_lowercase + string.digits + "_"
+            }
         self._keyed = set(self._keys) if self._ac is not None else set()
         self._key_acs: dict[frozenset[str], Any] = {}  # the automaton of the keys of a set of literals
 
@@ -278,6 +288,8 @@ class LineGate:
         if not present.isdisjoint(self._must):
             return True
         if not present.isdisjoint(self._level_only) and self._error_level(text):
+            return True
+        if not present.isdisjoint(self._warning_only) and self.engine.warning_head_line(text):
             return True
         folded: str | None = None
         for lit in present & self._rule_lits:
