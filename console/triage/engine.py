@@ -223,6 +223,7 @@ class TriageEngine:
         self._chain_pending: set[str] = set()
         self._noise_pending: set[str] = set()
         self._warning_heads: dict[str, int] = {}  # process prefix -> line of its last Python warning's head
+        self._last_warning_head = 0  # the line of the last warning's head of any process
         self._metrics = MetricWatch()
         self.context: dict[str, int] = {}  # tag -> last line seen
         self.context_first: dict[str, int] = {}  # tag -> first line seen
@@ -308,7 +309,7 @@ class TriageEngine:
         )
         warning_head = WARNING_LITERAL in body and _WARNING_HEAD_RE.search(body) is not None
         if warning_head:
-            self._warning_heads[prefix] = lineno
+            self._warning_heads[prefix] = self._last_warning_head = lineno
         if (
             tb is not None
             and tb.frames
@@ -546,7 +547,9 @@ class TriageEngine:
         rule_lits = {lit for r in self.cat.rules for lit in r.literals}
         marker_lits = {lit for m in self.cat.markers for lit in m.literals}
         others = set(STRUCTURE_LITERALS) - _METRIC_SET
-        return frozenset((marker_lits | _METRIC_SET) - rule_lits - others - {"[repeated"})
+        # a Python warning's head only needs remembering (_feed_markers_only does it)
+        light = (marker_lits | _METRIC_SET | {WARNING_LITERAL}) - (others - {WARNING_LITERAL})
+        return frozenset(light - rule_lits - {"[repeated"})
 
     @property
     def light_literals(self) -> frozenset[str]:
@@ -574,7 +577,9 @@ class TriageEngine:
         EXCEPTION_WORDS, with no traceback open: the same state changes, in the same order."""
         if self._detect:
             self._detect_framework(text)
-        body = split_prefix(text)[1]
+        prefix, body = split_prefix(text)
+        if WARNING_LITERAL in present and WARNING_LITERAL in body and _WARNING_HEAD_RE.search(body):
+            self._warning_heads[prefix] = self._last_warning_head = lineno
         self._markers(body, lineno, present)
         # body is the end of text: no metric literal in text (present), none in body
         for lit in present:
@@ -605,10 +610,12 @@ class TriageEngine:
         seen = self._repeats.get(text)
         if seen is None or seen[0] != self.framework or self._detect:
             return False
-        if self._warning_heads and lineno - 1 in self._warning_heads.values():
+        if self._last_warning_head == lineno - 1:
             return False  # it may go on with a warning's message: the whole of feed() decides
         if seen[2] is not None:
-            self._warning_heads[seen[2]] = lineno  # a warning's head again: what follows may be its message
+            self._warning_heads[seen[2]] = self._last_warning_head = (
+                lineno  # a warning's head again: what follows may be its message
+            )
         rule = seen[1]
         if rule is None:
             return True
