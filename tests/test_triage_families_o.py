@@ -1,0 +1,93 @@
+"""General triage families added with corpus round o (issue 12), on real excerpts (tuning cases of
+``tests/corpus/`` and fixtures from other public threads) and against lines of the same family that must
+not fire:
+
+- torch's load_state_dict key lines ("Missing key(s) in state_dict:", "Unexpected key(s) in state_dict:")
+  pasted without their exception line are a checkpoint that does not fit the model;
+- a native backtrace through torch.save's zip writer (mz_zip_writer_*, PyTorchStreamWriter::) is a crash
+  while writing a checkpoint, whatever prints the backtrace (UCX, faulthandler, a signal handler);
+- Slurm's container plugin failing to import or start the image (pyxis/enroot) is a setup failure;
+- command lines rejected by the other parsers (Rust's clap, Python's click) as argparse's are;
+- cuDNN/cuBLAS execution status errors are CUDA faults;
+- a Rust launcher's death (a thread's panic, main returning "Error: ShardCannotStart") is fatal: such a log
+  is never Incomplete;
+- an exception raised by a process whose own message names a checkpoint path is a checkpoint failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.triage_helpers import primary, tri, tri_text, tuning_case
+
+
+def test_state_dict_key_lines_are_a_checkpoint_that_does_not_fit(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("o-ckpt-megatron-unexpected-extra-state-key"))
+    assert primary(res) == ("Fail", "checkpoint_failure", "state_dict_keys_mismatch")
+    missing = '        Missing key(s) in state_dict: "decoder.layers.0.mlp.experts.weight1", "x".\n'
+    assert primary(tri_text(tmp_path, missing))[1] == "checkpoint_failure"
+    # prose about keys is not torch's line
+    assert tri_text(tmp_path, "INFO all keys in state_dict matched\n")["primary"] is None
+
+
+def test_a_native_crash_in_the_zip_writer_is_a_checkpoint_failure(tmp_path: Path) -> None:
+    for case_id in (
+        "o-ckpt-nemo-multinode-async-save-segfault-ucx",
+        "g-ckpt-swift-megatron-save-optimizer-segfault-crc32",
+    ):
+        res = tri_text(tmp_path, tuning_case(case_id))
+        assert primary(res)[:2] == ("Fail", "checkpoint_failure"), case_id
+
+
+def test_a_container_that_pyxis_could_not_start_is_a_setup_failure(tmp_path: Path) -> None:
+    for case_id in ("o-config-pyxis-run-enroot-permission-denied", "o-config-pyxis-private-registry-401"):
+        res = tri_text(tmp_path, tuning_case(case_id))
+        assert primary(res) == ("Blocked", "config_error", "container_start_failed"), case_id
+    # pyxis importing an image it then started is no failure
+    ok = "pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.05-py3\npyxis: imported docker image\n"
+    assert tri_text(tmp_path, ok)["primary"] is None
+
+
+def test_other_command_line_parsers_rejecting_the_command_line(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("o-config-tgi-disable-custom-kernels-True"))  # clap
+    assert primary(res) == ("Blocked", "config_error", "launcher_rejected_arguments")
+    assert primary(tri("click_no_such_option_opcut")) == (
+        "Blocked",
+        "config_error",
+        "launcher_rejected_arguments",
+    )
+    # a program's own "error: invalid value" prose inside a line is not a parser's rejection
+    assert (
+        tri_text(tmp_path, "WARN got error: invalid value 'x' for 'y' from the API, retrying\n")["primary"]
+        is None
+    )
+
+
+def test_cudnn_and_cublas_execution_status_errors_are_cuda_faults(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("o-cudaerr-te-cudnn-execution-failed-fused-attn-4090"))
+    assert primary(res)[:2] == ("Fail", "cuda_error")
+    # a status name in a list of supported ones is no error
+    assert tri_text(tmp_path, "cuDNN status map loaded: CUDNN_STATUS_SUCCESS=0\n")["primary"] is None
+
+
+def test_a_rust_launchers_death_is_fatal(tmp_path: Path) -> None:
+    for case_id in ("o-unknown-tgi-shard-signal-4-cannot-start", "o-oom-tgi-warmup-panic-allocation-exceeds"):
+        res = tri_text(tmp_path, tuning_case(case_id))
+        assert res["verdict"] == "Fail", case_id
+    # a variant name in prose, or "Error: " with a sentence, is not main() returning an error
+    assert tri_text(tmp_path, "Error: the server is busy, try again\n")["verdict"] != "Fail"
+
+
+def test_an_exception_naming_a_checkpoint_path_is_a_checkpoint_failure() -> None:
+    for name in ("checkpoint_dir_permission_sae", "checkpoint_resume_permission_darkflow"):
+        assert primary(tri(name))[:2] == ("Fail", "checkpoint_failure"), name
+
+
+def test_the_zip_writer_named_outside_a_backtrace_is_no_crash(tmp_path: Path) -> None:
+    # building torch from source compiles miniz: its warnings name the same functions
+    build = "/miniz/miniz_zip.c: In function 'mz_zip_writer_add_mem_ex_v2':\n"
+    assert tri_text(tmp_path, build)["primary"] is None
+    for name in ("state_dict_keys_dsrnet", "state_dict_keys_deep_thinking"):
+        res = tri(name)
+        assert primary(res)[:2] == ("Fail", "checkpoint_failure"), name
+        assert any(f["rule"] == "state_dict_keys_mismatch" for f in res["findings"]), name
