@@ -91,3 +91,24 @@ def test_the_zip_writer_named_outside_a_backtrace_is_no_crash(tmp_path: Path) ->
         res = tri(name)
         assert primary(res)[:2] == ("Fail", "checkpoint_failure"), name
         assert any(f["rule"] == "state_dict_keys_mismatch" for f in res["findings"]), name
+
+
+def test_a_config_object_refusing_its_values_is_a_config_error(tmp_path: Path) -> None:
+    # pydantic's "N validation error for <Name>" (vLLM's engine configs)
+    for name in ("pydantic_config_validation_hunyuan", "pydantic_config_validation_minicpm"):
+        res = tri(name)
+        assert primary(res) == ("Blocked", "config_error", "exc_config_validation"), name
+        assert "missing_dependency" in [a["class"] for a in res["alternatives"]], name
+    res = tri_text(tmp_path, tuning_case("o-config-verl-vllm024-chunked-prefill-false-validation"))
+    assert primary(res)[:2] == ("Blocked", "config_error")
+    # another ValidationError message is not pydantic's
+    assert (
+        primary(tri_text(tmp_path, "ValidationError: the checksum of shard 3 did not match\n"))[2]
+        != "exc_config_validation"
+    )
+
+
+def test_hf_argument_parser_rejecting_a_config_files_keys(tmp_path: Path) -> None:
+    # parse_dict / parse_yaml_file: "Some keys are not used", as parse_args' "Some specified arguments ..."
+    res = tri_text(tmp_path, tuning_case("o-config-llamafactory-predict-yaml-wrong-subcommand"))
+    assert primary(res) == ("Blocked", "config_error", "launcher_rejected_arguments")
