@@ -112,3 +112,35 @@ def test_hf_argument_parser_rejecting_a_config_files_keys(tmp_path: Path) -> Non
     # parse_dict / parse_yaml_file: "Some keys are not used", as parse_args' "Some specified arguments ..."
     res = tri_text(tmp_path, tuning_case("o-config-llamafactory-predict-yaml-wrong-subcommand"))
     assert primary(res) == ("Blocked", "config_error", "launcher_rejected_arguments")
+
+
+def test_an_unnamed_exception_in_checkpoint_conversion_is_a_checkpoint_failure(tmp_path: Path) -> None:
+    # HF <-> Megatron conversion: Megatron-Bridge's conversion package, Megatron forks' converter scripts
+    for case_id in (
+        "o-ckpt-megatronllama-hf2megatron-empty-state-dict-keyerror",
+        "ckpt-nemo-rl-megatron-worker-autobridge-architecture-not-supported",
+    ):
+        res = tri_text(tmp_path, tuning_case(case_id))
+        assert primary(res) == ("Fail", "checkpoint_failure", "frames_checkpoint"), case_id
+    # the same KeyError in a tokenizer's conversion of tokens is not one
+    tok = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 9, in <module>\n'
+        "    ids = convert_tokens_to_ids(batch)\n"
+        '  File "/app/tok.py", line 3, in convert_tokens_to_ids\n'
+        "    return [vocab[t] for t in batch]\n"
+        "KeyError: 'zz'\n"
+    )
+    assert primary(tri_text(tmp_path, tok))[1] != "checkpoint_failure"
+
+
+def test_a_bare_exception_line_under_a_records_time_or_a_collectors_prefix(tmp_path: Path) -> None:
+    # "[%(asctime)s] Type: message", and a Ray worker's exception line under journald's prefix
+    for line in (
+        "[2025-03-04 10:11:12,345] RuntimeError: the step failed",
+        "[2025-03-04 10:11:12,345] (APIServer pid=1) RuntimeError: the step failed",
+        "Nov 23 10:11:12 gpu-node-3 python[48213]: (APIServer pid=1) RuntimeError: the step failed",
+    ):
+        assert primary(tri_text(tmp_path, line + "\n"))[:2] == ("Fail", "unknown_error"), line
+    # a record whose message only mentions an exception name is no exception line
+    assert tri_text(tmp_path, "[2025-03-04 10:11:12,345] retrying after RuntimeError in step 3\n")["verdict"] != "Fail"

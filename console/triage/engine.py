@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.monitor.text import RAY_PREFIX_RE, clean_line
+from console.monitor.text import RAY_PREFIX, RAY_PREFIX_RE, clean_line
 from console.redact import redact_text
 from console.triage import rootcause
 from console.triage.finding import Finding
@@ -101,6 +101,10 @@ _LOGGED_ERROR_HEAD_RE = re.compile(
     r"^(?:\[[^\]]{0,40}\]\s*)?\[?(?:ERROR|CRITICAL|FATAL)\]?"
     r"(?::[\w.]+:|\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)?\s*(?:\[[\w./-]+:\d+(?::\w+)?\]\s*)?"
 )
+# A log record's bracketed time ("[2025-03-04 10:11:12,345] ", logging's "[%(asctime)s]"), then maybe a process
+# prefix: an exception line after it is read as one (a paste with no traceback around it).
+_TIME_HEAD_RE = re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]\s+")
+_RAY_PREFIX_IN_LINE_RE = re.compile(r"(?<=\s)" + RAY_PREFIX)
 _REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Process prefixes that interleave several processes' output (Ray actors, torchrun ranks, compose...).
 _PREFIX_RE = re.compile(
@@ -372,10 +376,8 @@ class TriageEngine:
         exc = _EXC_RE.match(body) if body[:1] not in (" ", "\t") else None
         if exc is None and tb is not None and tb.frames and body[:1] not in (" ", "\t", ""):
             exc = _EXC_AFTER_FRAMES_RE.match(body)
-        if exc is None and tb is None and not present.isdisjoint(ERROR_LEVEL_LITERALS):
-            head = _LOGGED_ERROR_HEAD_RE.match(body)
-            if head is not None and head.end() > 0:
-                exc = _EXC_RE.match(body[head.end() :])
+        if exc is None and tb is None and exc_word:
+            exc = self._logged_exception(body, present)
         if tb is not None:
             if exc is not None:
                 self._exception_line(prefix, tb, exc, lineno, body, new)
@@ -801,6 +803,26 @@ class TriageEngine:
     def _note_root(self, lineno: int, text: str) -> None:
         if self.root_exception is None:
             self.root_exception = (lineno, evidence_text(text))
+
+    @staticmethod
+    def _logged_exception(body: str, present: set[str]) -> re.Match[str] | None:
+        """The exception line in a log record's message: after an error-level head, or after a bracketed time
+        (and the process prefix that may follow it)."""
+        if not present.isdisjoint(ERROR_LEVEL_LITERALS):
+            head = _LOGGED_ERROR_HEAD_RE.match(body)
+            if head is not None and head.end() > 0:
+                return _EXC_RE.match(body[head.end() :])
+        if body[:1] == "[":
+            head = _TIME_HEAD_RE.match(body)
+            if head is not None:
+                return _EXC_RE.match(split_prefix(body[head.end() :])[1])
+        if (
+            "pid=" in body
+        ):  # a Ray worker's line under a collector's own prefix (journald, kubectl, a timestamp)
+            ray = _RAY_PREFIX_IN_LINE_RE.search(body)
+            if ray is not None:
+                return _EXC_RE.match(split_prefix(body[ray.start() :])[1])
+        return None
 
     def _bare_exception(
         self, exc: re.Match[str], lineno: int, body: str, rule: Rule | None, handled: bool, new: list[Finding]
