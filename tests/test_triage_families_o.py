@@ -143,4 +143,7 @@ def test_a_bare_exception_line_under_a_records_time_or_a_collectors_prefix(tmp_p
     ):
         assert primary(tri_text(tmp_path, line + "\n"))[:2] == ("Fail", "unknown_error"), line
     # a record whose message only mentions an exception name is no exception line
-    assert tri_text(tmp_path, "[2025-03-04 10:11:12,345] retrying after RuntimeError in step 3\n")["verdict"] != "Fail"
+    assert (
+        tri_text(tmp_path, "[2025-03-04 10:11:12,345] retrying after RuntimeError in step 3\n")["verdict"]
+        != "Fail"
+    )
