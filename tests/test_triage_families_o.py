@@ -147,3 +147,16 @@ def test_a_bare_exception_line_under_a_records_time_or_a_collectors_prefix(tmp_p
         tri_text(tmp_path, "[2025-03-04 10:11:12,345] retrying after RuntimeError in step 3\n")["verdict"]
         != "Fail"
     )
+
+
+def test_a_value_error_that_names_the_setting_to_change_is_a_config_error(tmp_path: Path) -> None:
+    assert primary(tri("setting_rejected_lightning_val_check")) == (
+        "Blocked",
+        "config_error",
+        "exc_setting_rejected",
+    )
+    res = tri_text(tmp_path, tuning_case("o-config-verl-chunked-prefill-batched-tokens-9216"))
+    assert primary(res) == ("Blocked", "config_error", "exc_setting_rejected")
+    # a ValueError that gives no such advice stays unexplained
+    res = tri_text(tmp_path, "ValueError: could not convert string to float: 'abc'\n")
+    assert primary(res)[2] != "exc_setting_rejected"
