@@ -160,3 +160,32 @@ def test_a_value_error_that_names_the_setting_to_change_is_a_config_error(tmp_pa
     # a ValueError that gives no such advice stays unexplained
     res = tri_text(tmp_path, "ValueError: could not convert string to float: 'abc'\n")
     assert primary(res)[2] != "exc_setting_rejected"
+
+
+def test_a_death_told_by_a_fatal_line_alone_is_read_for_its_component(tmp_path: Path) -> None:
+    # TGI's warmup panic: "thread 'main' panicked at 'Unable to warmup model: ... (out of memory) ...'"
+    res = tri_text(tmp_path, tuning_case("o-oom-tgi-warmup-panic-allocation-exceeds"))
+    assert primary(res)[:2] == ("Fail", "cuda_oom")
+    assert "unknown_error" in [a["class"] for a in res["alternatives"]]
+    # a panic that names nothing stays unknown_error
+    res = tri_text(
+        tmp_path, "thread 'main' panicked at 'called `Option::unwrap()` on a `None` value', src/main.rs:9:5\n"
+    )
+    assert primary(res)[:2] == ("Fail", "unknown_error")
+
+
+def test_a_rust_main_error_with_a_one_word_variant_is_a_death(tmp_path: Path) -> None:
+    # Rust prints main()'s error as its Debug form: "Error: Warmup(Generation(...))" is a death, and
+    # "Not enough memory to handle N prefill tokens" names the GPU memory budget
+    text = (
+        "INFO text_generation_router: router/src/main.rs:210: Warming up model\n"
+        'Error: Warmup(Generation("Not enough memory to handle 4096 prefill tokens. '
+        'You need to decrease `--max-batch-prefill-tokens`"))\n'
+    )
+    assert primary(tri_text(tmp_path, text))[:2] == ("Fail", "cuda_oom")
+    # the Python side of the same failure, an unexplained RuntimeError that says so
+    res = tri_text(tmp_path, tuning_case("o-oom-tgi-awq-warmup-prefill-tokens"))
+    assert primary(res)[:2] == ("Fail", "cuda_oom")
+    # prose after "Error:" is no death
+    res = tri_text(tmp_path, "Error: Something went wrong, retrying\nstep 1/10 loss=0.5\n")
+    assert res["verdict"] != "Fail"

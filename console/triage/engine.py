@@ -906,6 +906,10 @@ class TriageEngine:
         f.confidence = min(f.confidence, 0.5)
         return f
 
+    def component_finding(self, text: str, lineno: int) -> Finding | None:
+        """The last-resort class a text names by the component it mentions (see [[component]])."""
+        return self._component_finding(text, lineno)
+
     def _component_finding(self, text: str, lineno: int) -> Finding | None:
         for c in self.cat.components:
             if c.regex.search(text):

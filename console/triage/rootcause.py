@@ -155,6 +155,12 @@ def _death_finding(
         else f"fatal:{engine.fatal[0][1] if engine.fatal else 'exception'}"
     )
     lines = sorted({line, *(x[0] for x in engine.fatal[:3])}) if not completed else [line]
+    also: list[str] = []
+    if cls == "unknown_error" and engine.root_exception is None and engine.fatal:
+        # a death told by a fatal line alone (a launcher's panic message): the component it names
+        comp = engine.component_finding(text, line)
+        if comp is not None:
+            cls, rule, also = comp.cls, f"{rule}+{comp.rule}", ["unknown_error"]
     return finding_cls(
         cls,
         engine.cat.classes[cls].verdict,
@@ -164,6 +170,7 @@ def _death_finding(
         file=engine.source,
         confidence=0.3,
         lines=lines,
+        also=also,
     )
 
 
