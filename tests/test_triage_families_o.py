@@ -121,7 +121,9 @@ def test_an_unnamed_exception_in_checkpoint_conversion_is_a_checkpoint_failure(t
         "ckpt-nemo-rl-megatron-worker-autobridge-architecture-not-supported",
     ):
         res = tri_text(tmp_path, tuning_case(case_id))
-        assert primary(res) == ("Fail", "checkpoint_failure", "frames_checkpoint"), case_id
+        # (the first one's KeyError names a parameter, 'model.embed_tokens.weight': exc_state_dict_key says so too)
+        assert primary(res)[:2] == ("Fail", "checkpoint_failure"), case_id
+        assert primary(res)[2] in ("frames_checkpoint", "exc_state_dict_key"), case_id
     # the same KeyError in a tokenizer's conversion of tokens is not one
     tok = (
         "Traceback (most recent call last):\n"

@@ -33,7 +33,16 @@ TRACEBACK_START = "Traceback (most recent call last)"
 FRAME_LITERAL = 'File "'
 CHAIN_LITERALS = ("During handling of the above exception", "The above exception was the direct cause")
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
-EXCEPTION_LITERALS = ("Error:", "Error(", "Exception:", "Exception(", "Interrupt", "Error: ", "Exit:")
+EXCEPTION_LITERALS = (
+    "Error:",
+    "Error(",
+    "Exception:",
+    "Exception(",
+    "Interrupt",
+    "Error: ",
+    "Exit:",
+    "AssertionError",
+)
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
 # A Python warning as the warnings module prints it: "<file>:<line>: <Category>Warning: <message>", the
 # message going on over the next lines when it holds newlines, then the source line, indented.
@@ -831,8 +840,10 @@ class TriageEngine:
         if rule is not None and rule.verdict == "Noise":
             return
         etype = exc.group("type")
-        if not (exc.group("msg") or etype.endswith("Interrupt") or "." in etype):
-            return  # a bare word such as "Error" or "ValueError" alone is not an exception line
+        # a bare word such as "Error" or "ValueError" alone is not an exception line; "AssertionError" alone is:
+        # Python's line for an assert without a message (a traceback pasted without its frames)
+        if not (exc.group("msg") or etype.endswith("Interrupt") or "." in etype or etype == "AssertionError"):
+            return
         self._note_root(lineno, body)
         if handled:
             return

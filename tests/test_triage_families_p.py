@@ -1,0 +1,80 @@
+"""General triage families added with corpus round p (issue 12), on real excerpts (tuning cases of
+``tests/corpus/``) and against lines of the same family that must not fire:
+
+- a KeyError whose key is a parameter's dotted name ('lm_head.weight') is a weight missing from the
+  checkpoint being loaded or converted;
+- a bare "AssertionError" line (Python's line for an assert without a message, a traceback pasted without
+  its frames) is a death, never Incomplete;
+- the rollout's HTTP calls to its generation server failing (a 5xx in the server's access log for a
+  generate/completions request, or the client's "Client error '422 ...' for url '.../generate'") is a
+  generation failure, the weakest evidence of it;
+- SGLang's capture-failure advice ("disable cuda graph by --disable-cuda-graph") names a CUDA-graph crash
+  even when the excerpt holds only that advice;
+- an unexplained exception whose message asks for a setting ("must be specified", "should be in [...]")
+  is a config error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.triage_helpers import primary, tri_text, tuning_case
+
+
+def test_a_key_error_on_a_parameter_name_is_a_checkpoint_that_does_not_fit(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("pc-lmdeploy-internvl2-awq-turbomind-keyerror-w1"))
+    assert primary(res) == ("Fail", "checkpoint_failure", "exc_state_dict_key")
+    assert "unknown_error" in [a["class"] for a in res["alternatives"]]
+    assert primary(tri_text(tmp_path, "KeyError: 'model.embed_tokens.weight'\n"))[1] == "checkpoint_failure"
+    # a KeyError on a config key or a class name is no checkpoint
+    for key in ("'DecoderLayer'", "'learning_rate'", "'model.name'"):
+        assert primary(tri_text(tmp_path, f"KeyError: {key}\n"))[1] != "checkpoint_failure", key
+
+
+def test_a_bare_assertion_error_is_a_death(tmp_path: Path) -> None:
+    # Python's line for an assert without a message, pasted without the traceback's frames
+    res = tri_text(tmp_path, tuning_case("pa-verl-model-merger-dtensor-assert"))
+    assert res["verdict"] == "Fail" and res["primary"]["class"] == "unknown_error"
+    filler = "".join(f"step {i} loading shard\n" for i in range(300))  # past framework detection
+    prefixed = filler + "(WorkerDict pid=12)     assert x is not None\n(WorkerDict pid=12) AssertionError\n"
+    assert tri_text(tmp_path, prefixed)["verdict"] == "Fail"
+    # another exception's bare name is no exception line (a word in a table, a list of types)
+    assert tri_text(tmp_path, filler + "ValueError\n")["verdict"] == "Incomplete"
+
+
+def test_failed_http_calls_to_the_generation_server_are_a_generation_failure(tmp_path: Path) -> None:
+    for case in (
+        "pb-slime-sglang-500-after-rollout",
+        "pb-slime-abort-request-422",
+        "pb-slime-sglang-403-max-retries",
+    ):
+        res = tri_text(tmp_path, tuning_case(case))
+        assert primary(res) == ("Fail", "generation_failure", "generation_http_errors"), case
+    # a 4xx of a download, or a 5xx of another endpoint, is not the rollout's server
+    hub = "Client error '404 Not Found' for url 'https://huggingface.co/api/models/x/y'\n"
+    assert primary(tri_text(tmp_path, hub))[2] != "generation_http_errors"
+    health = 'INFO:     127.0.0.1:5000 - "GET /health HTTP/1.1" 503 Service Unavailable\n'
+    assert primary(tri_text(tmp_path, health))[2] != "generation_http_errors"
+    # soft and tier 2: a named cause in the same log wins
+    text = (
+        tuning_case("pb-slime-sglang-500-after-rollout") + "\ntorch.OutOfMemoryError: CUDA out of memory.\n"
+    )
+    assert primary(tri_text(tmp_path, text))[1] == "cuda_oom"
+
+
+def test_sglang_capture_advice_alone_names_a_cuda_graph_crash(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("pc-sglang-deepep-normal-mode-cuda-graph-unsupported"))
+    assert primary(res)[:2] == ("Fail", "cuda_graph_crash")
+    # a launch line that passes the flag is no crash
+    assert (
+        tri_text(tmp_path, "python -m sglang.launch_server --disable-cuda-graph --tp 2\n")["primary"] is None
+    )
+
+
+def test_an_exception_that_asks_for_a_setting(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("pb-mm-pretrain-tokenizer-path-missing"))
+    assert primary(res)[:2] == ("Blocked", "config_error")
+    res = tri_text(tmp_path, tuning_case("pc-lmdeploy-convert-model-format-assert"))
+    assert primary(res)[:2] == ("Blocked", "config_error")
+    # a message that asks for nothing stays unexplained
+    assert primary(tri_text(tmp_path, "AssertionError: shapes differ: 3 vs 4\n"))[1] == "unknown_error"
