@@ -62,6 +62,12 @@ PHASES = [
     ("hang-vllm-full-cudagraph-1024-requests-stuck", "engine_no_throughput"),
     ("hang-verl-rollout-hang-gpu-util-zero", "gpu_idle_snapshot"),  # nvidia-smi: memory held, 0% util
     ("l-onlinerlhf-deepspeed-init-distributed-hang", "distributed_init"),  # DeepSpeed comm init records
+    (
+        "pd-llamafactory-multinode-stuck-after-load-dataset",
+        "distributed_init",
+    ),  # torch's first-barrier warning
+    ("pb-neox-mp2-hang-after-pr958", "training_start"),  # "training ..." under a launcher's host tag
+    ("pb-nemorl-stops-after-long-ckpt", "checkpoint_save"),  # Megatron's save line, no "successfully saved"
 ]
 
 
@@ -124,6 +130,14 @@ def test_a_completion_or_done_marker_after_the_phase_is_no_hang(tmp_path: Path) 
     res = triage_files([_log(tmp_path, "hang-verl-stuck-at-training-progress-zero", bar + end)])
     assert res["verdict"] == "Pass"
     assert triage_files([STALL / "nccl_init_complete_lines.log"])["primary"] is None
+    # a checkpoint save that finished, then training went on
+    saved = "(MegatronPolicyWorker[rank=0] pid=1750241) successfully saved checkpoint from iteration       0 to /ckpt\n"
+    res = triage_files([_log(tmp_path, "pb-nemorl-stops-after-long-ckpt", saved)])
+    assert res["primary"] is None
+    # the first barrier's warning, then the ranks go on to train
+    steps = "".join(f"{{'loss': 2.{i}, 'learning_rate': 1e-05, 'epoch': 0.0{i}}}\n" for i in range(4))
+    res = triage_files([_log(tmp_path, "pd-llamafactory-multinode-stuck-after-load-dataset", steps)])
+    assert res["primary"] is None
 
 
 @pytest.mark.parametrize(
