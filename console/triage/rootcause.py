@@ -52,6 +52,8 @@ class TriageEngine(Protocol):
     @property
     def open_traceback(self) -> bool: ...
 
+    def component_finding(self, text: str, lineno: int) -> Finding | None: ...
+
 
 FAILING = ("Fail", "Blocked")
 DECISIVE = ("Fail", "Blocked", "Cancelled")
