@@ -10,6 +10,8 @@
   generation failure, the weakest evidence of it;
 - SGLang's capture-failure advice ("disable cuda graph by --disable-cuda-graph") names a CUDA-graph crash
   even when the excerpt holds only that advice;
+- a traceback cut inside an import chain (the deepest frame is module-level code running an import) is a
+  failed import;
 - an unexplained exception whose message asks for a setting ("must be specified", "should be in [...]")
   is a config error.
 """
@@ -78,3 +80,27 @@ def test_an_exception_that_asks_for_a_setting(tmp_path: Path) -> None:
     assert primary(res)[:2] == ("Blocked", "config_error")
     # a message that asks for nothing stays unexplained
     assert primary(tri_text(tmp_path, "AssertionError: shapes differ: 3 vs 4\n"))[1] == "unknown_error"
+
+
+def test_a_traceback_cut_inside_an_import_chain_is_a_failed_import(tmp_path: Path) -> None:
+    # the deepest frame is module-level code running an import statement, the exception below the cut
+    res = tri_text(tmp_path, tuning_case("o-missingdep-megatron-no-te-import-chain"))
+    assert primary(res) == ("Blocked", "missing_dependency", "frames_cut_in_import_chain")
+    # module-level code doing something else (ray's "global_worker = Worker()") is not an import chain
+    other = (
+        "Traceback (most recent call last):\n"
+        '  File "<stdin>", line 1, in <module>\n'
+        '  File "/env/lib/python3.11/site-packages/ray/_private/worker.py", line 1273, in <module>\n'
+        "    global_worker = Worker()\n"
+    )
+    assert primary(tri_text(tmp_path, other))[2] != "frames_cut_in_import_chain"
+    # a weak guess (tier 2): a named cause in the same log wins
+    amd = "HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=0,1 python\n"
+    res = tri_text(tmp_path, amd + tuning_case("o-missingdep-megatron-no-te-import-chain"))
+    assert primary(res)[1] == "rocr_visible_devices"
+    # an import chain whose exception line was pasted is read from that line, not guessed
+    done = (
+        tuning_case("o-missingdep-megatron-no-te-import-chain")
+        + "\nModuleNotFoundError: No module named 'x'\n"
+    )
+    assert primary(tri_text(tmp_path, done))[2] != "frames_cut_in_import_chain"

@@ -157,7 +157,7 @@ def test_dedented_reader_removes_the_indent_at_every_read_size() -> None:
 _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<n>\d+), in (?P<func>[\w<>.]+)\s*$')
 # Rendered as IPython prints them, these lose what they are read by: a traceback cut above its header
 # (IPython frames are read only inside an opened traceback) and a signal handler's quoted call.
-IPYTHON_UNREAD = {"hub_load_cut_traceback", "cancel_sigkill_handler"}
+IPYTHON_UNREAD = {"hub_load_cut_traceback", "cancel_sigkill_handler", "import_chain_cut_megatron_te"}
 
 
 def ipython(text: str) -> str:

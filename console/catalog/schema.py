@@ -443,6 +443,8 @@ TriageFrameRule = TypedDict(
         "verdict": NotRequired[str],
         "last": NotRequired[int],
         "unterminated": NotRequired[bool],
+        "sources": NotRequired[bool],
+        "tier": NotRequired[int],
         "confidence": NotRequired[float],
     },
 )

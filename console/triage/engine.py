@@ -1054,7 +1054,12 @@ class TriageEngine:
         for fr in self.cat.frame_rules:
             if fr.unterminated and (tb.exc_text is not None or self.root_exception is not None):
                 continue  # a guess from a cut traceback, never over an exception already seen
-            if fr.regex.search("\n".join(tb.frames[-fr.last :]) if fr.last else frames):
+            if fr.sources:
+                pairs = list(zip(tb.frames, [*tb.sources, *[""] * len(tb.frames)], strict=False))
+                text = "\n".join(f"{fm}\n{src}" for fm, src in pairs[-fr.last if fr.last else 0 :])
+            else:
+                text = "\n".join(tb.frames[-fr.last :]) if fr.last else frames
+            if fr.regex.search(text):
                 return Finding(
                     fr.cls,
                     fr.verdict,

@@ -139,6 +139,7 @@ class FrameRule:
     upgrades: tuple[str, ...] = ()  # a finding of these classes inside such frames becomes this class
     last: int = 0  # >0: only the deepest `last` frames are read (where the error was raised)
     unterminated: bool = False  # only a traceback cut before its exception line (an excerpt)
+    sources: bool = False  # the regex reads each frame followed by the source line Python quotes under it
     tier: int | None = None
     confidence: float = 0.6
 
