@@ -104,3 +104,11 @@ def test_a_traceback_cut_inside_an_import_chain_is_a_failed_import(tmp_path: Pat
         + "\nModuleNotFoundError: No module named 'x'\n"
     )
     assert primary(tri_text(tmp_path, done))[2] != "frames_cut_in_import_chain"
+
+
+def test_an_exception_while_building_megatrons_sharded_state_dict_is_a_checkpoint_failure(
+    tmp_path: Path,
+) -> None:
+    # sharded_state_dict is built only to save or load a distributed checkpoint
+    res = tri_text(tmp_path, tuning_case("qa-slime-distopt-save-shape-assert"))
+    assert primary(res) == ("Fail", "checkpoint_failure", "frames_checkpoint")

@@ -68,6 +68,10 @@ PHASES = [
     ),  # torch's first-barrier warning
     ("pb-neox-mp2-hang-after-pr958", "training_start"),  # "training ..." under a launcher's host tag
     ("pb-nemorl-stops-after-long-ckpt", "checkpoint_save"),  # Megatron's save line, no "successfully saved"
+    (
+        "qb-vllm-mnnvl-allreduce-init-shm-broadcast-wait",
+        "engine_broadcast_wait",
+    ),  # vLLM's minute-by-minute wait
 ]
 
 
@@ -137,6 +141,12 @@ def test_a_completion_or_done_marker_after_the_phase_is_no_hang(tmp_path: Path) 
     # the first barrier's warning, then the ranks go on to train
     steps = "".join(f"{{'loss': 2.{i}, 'learning_rate': 1e-05, 'epoch': 0.0{i}}}\n" for i in range(4))
     res = triage_files([_log(tmp_path, "pd-llamafactory-multinode-stuck-after-load-dataset", steps)])
+    assert res["primary"] is None
+    # the engine waited through a slow compile, then served
+    served = (
+        "(EngineCore pid=2025) INFO 08-13 11:32:10 [loggers.py:123] Avg prompt throughput: 12.0 tokens/s\n"
+    )
+    res = triage_files([_log(tmp_path, "qb-vllm-mnnvl-allreduce-init-shm-broadcast-wait", served)])
     assert res["primary"] is None
 
 
