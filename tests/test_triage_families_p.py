@@ -112,3 +112,15 @@ def test_an_exception_while_building_megatrons_sharded_state_dict_is_a_checkpoin
     # sharded_state_dict is built only to save or load a distributed checkpoint
     res = tri_text(tmp_path, tuning_case("qa-slime-distopt-save-shape-assert"))
     assert primary(res) == ("Fail", "checkpoint_failure", "frames_checkpoint")
+
+
+def test_a_rank_that_timed_out_waiting_on_the_store_is_an_nccl_failure(tmp_path: Path) -> None:
+    # c10d's socket warning in a weight-sync group (o tuning), and ProcessGroupNCCL's store->get of the NCCL id
+    # (kaito-project/kaito#135, fixtures/triage/c10d_store_get_socket_timeout.log)
+    res = tri_text(tmp_path, tuning_case("o-hang-msswift-grpo-vlm-vllm-socket-timeout-300s"))
+    assert primary(res) == ("Fail", "nccl", "c10d_store_wait_timeout")
+    fixture = Path(__file__).parent / "fixtures" / "triage" / "c10d_store_get_socket_timeout.log"
+    assert primary(tri_text(tmp_path, fixture.read_text())) == ("Fail", "nccl", "c10d_store_wait_timeout")
+    # the same socket line that did not time out says nothing
+    ok = "[c10d] waitForInput: socket SocketImpl(fd=3) ready\nstep 1/10 loss=0.5\n"
+    assert tri_text(tmp_path, ok)["primary"] is None
