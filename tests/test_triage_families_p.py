@@ -124,3 +124,18 @@ def test_a_rank_that_timed_out_waiting_on_the_store_is_an_nccl_failure(tmp_path:
     # the same socket line that did not time out says nothing
     ok = "[c10d] waitForInput: socket SocketImpl(fd=3) ready\nstep 1/10 loss=0.5\n"
     assert tri_text(tmp_path, ok)["primary"] is None
+
+
+def test_a_hub_429_next_to_a_model_not_available_error_is_the_rate_limit(tmp_path: Path) -> None:
+    # transformers surfaces a 429 on config.json as "We couldn't connect to 'https://huggingface.co/'"
+    res = tri_text(tmp_path, tuning_case("o-hfrate-transformers-429-config-json"))
+    assert primary(res)[:2] == ("Blocked", "hf_rate_limit")
+    assert "context:hub_429" in primary(res)[2]
+    assert "hf_offline_missing" in [a["class"] for a in res["alternatives"]]
+    # a gated repo's 401 far (60 lines) from an earlier 429 is not read as that 429
+    retried = "429 Client Error: Too Many Requests for url: https://huggingface.co/a/b/resolve/main/x.json\n"
+    filler = "".join(f"step {i} loss=0.5\n" for i in range(60))
+    gated = "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url https://huggingface.co/c/d\n"
+    res = tri_text(tmp_path, retried + filler + gated)
+    late = [f for f in res["findings"] if f["line"] == 62]
+    assert late and late[0]["class"] == "hf_offline_missing" and "context:" not in late[0]["rule"]

@@ -393,6 +393,7 @@ TriageMarker = TypedDict(
         "tag": NotRequired[str],
         "class": NotRequired[str],
         "upgrades": NotRequired[list[str]],
+        "window": NotRequired[int],
     },
 )
 TriageRule = TypedDict(

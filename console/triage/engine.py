@@ -463,12 +463,13 @@ class TriageEngine:
             if not m.upgrades or m.cls is None or m.tag not in self.context:
                 continue
             near = (self.context_first[m.tag], self.context[m.tag])
+            window = m.window or CONTEXT_WINDOW
             for f in findings:
-                if f.cls in m.upgrades and any(abs(f.line - c) <= CONTEXT_WINDOW for c in near):
+                if f.cls in m.upgrades and any(abs(f.line - c) <= window for c in near):
                     f.also = [*f.also, f.cls]
                     f.cls, f.verdict = m.cls, self.cat.classes[m.cls].verdict
                     f.rule = f"{f.rule}+context:{m.tag}"
-                    f.lines = sorted({*f.lines, *(c for c in near if abs(f.line - c) <= CONTEXT_WINDOW)})
+                    f.lines = sorted({*f.lines, *(c for c in near if abs(f.line - c) <= window)})
                     f.advice = f.remedy = None
 
     # ------------------------------------------------------------------ line-skipping scanners

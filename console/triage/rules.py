@@ -155,6 +155,7 @@ class Marker:
     min_step: int = 0  # progress: a lower step is not a training step
     upgrades: tuple[str, ...] = ()  # context: findings of these classes near it become `cls`
     cls: str | None = field(default=None, metadata=CLASS_KEY)
+    window: int = 0  # context: how many lines from it a finding is "near" (0: the engine's CONTEXT_WINDOW)
 
 
 @dataclass(frozen=True)
