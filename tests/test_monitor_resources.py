@@ -115,11 +115,16 @@ class FakeNvml:
 @pytest.fixture
 def child() -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(30)"], env={**os.environ, "RL_CONSOLE_RUN": "run-1"}
+        [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(30)"],
+        env={**os.environ, "RL_CONSOLE_RUN": "run-1"},
+        stdout=subprocess.PIPE,
     )
+    # until the child has exec'd, /proc/<pid>/environ is still the parent's (a loaded machine shows it)
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
     yield proc
     proc.kill()
     proc.wait()
+    proc.stdout.close()
 
 
 def test_devices_mig_lost_and_our_processes(child: subprocess.Popen[bytes]) -> None:
