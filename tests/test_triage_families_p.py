@@ -13,7 +13,11 @@
 - a traceback cut inside an import chain (the deepest frame is module-level code running an import) is a
   failed import;
 - an unexplained exception whose message asks for a setting ("must be specified", "should be in [...]")
-  is a config error.
+  is a config error;
+- (rounds q and r) a rank that timed out waiting on the TCPStore / a c10d socket is an NCCL failure; a Hub
+  429 next to a model-not-available error is the rate limit; sampling from inf/NaN probabilities is a metric
+  failure; a checkpoint call named by a Ray task (ray::W.save_checkpoint()), a loader frame
+  (load_from_checkpoint) or the message ("Saving ... failed") is a checkpoint failure.
 """
 
 from __future__ import annotations
@@ -139,3 +143,28 @@ def test_a_hub_429_next_to_a_model_not_available_error_is_the_rate_limit(tmp_pat
     res = tri_text(tmp_path, retried + filler + gated)
     late = [f for f in res["findings"] if f["line"] == 62]
     assert late and late[0]["class"] == "hf_offline_missing" and "context:" not in late[0]["rule"]
+
+
+def test_sampling_from_non_finite_probabilities_is_a_metric_failure(tmp_path: Path) -> None:
+    # torch.multinomial's message, from vLLM's sampler (r tuning) and an RL script's generate (MedicalGPT#121)
+    res = tri_text(tmp_path, tuning_case("rc-vllm-tiny-top-p-temperature-nan-probability"))
+    assert primary(res) == ("Fail", "metric_failure", "sampling_probabilities_nonfinite")
+    fixture = Path(__file__).parent / "fixtures" / "triage" / "sampling_probability_nan_rl_generate.log"
+    assert primary(tri_text(tmp_path, fixture.read_text()))[1] == "metric_failure"
+
+
+def test_checkpoint_calls_named_by_a_ray_task_a_loader_or_the_message(tmp_path: Path) -> None:
+    for case_id in (
+        "rb-nemorl-gemma4-save-checkpoint-valueerror",  # RayTaskError(ValueError): ray::Worker.save_checkpoint()
+        "ra-nemo-mlm-ckpt-to-nemo-keyerror-model",  # KeyError raised in load_from_checkpoint
+        "rd-unsloth-merged-save-lora-count-mismatch-vision",  # "Saving LoRA finetune failed since ..."
+    ):
+        assert primary(tri_text(tmp_path, tuning_case(case_id)))[:2] == ("Fail", "checkpoint_failure"), (
+            case_id
+        )
+    # another Ray task's ValueError, and a failure that saves nothing, are not checkpoints
+    other = "ray.exceptions.RayTaskError(ValueError): ray::Worker.generate() (pid=1, ip=10.0.0.1)\nValueError: bad shape\n"
+    assert primary(tri_text(tmp_path, other))[1] != "checkpoint_failure"
+    assert (
+        primary(tri_text(tmp_path, "RuntimeError: loading the tokenizer failed\n"))[1] != "checkpoint_failure"
+    )
