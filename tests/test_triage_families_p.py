@@ -17,7 +17,9 @@
 - (rounds q and r) a rank that timed out waiting on the TCPStore / a c10d socket is an NCCL failure; a Hub
   429 next to a model-not-available error is the rate limit; sampling from inf/NaN probabilities is a metric
   failure; a checkpoint call named by a Ray task (ray::W.save_checkpoint()), a loader frame
-  (load_from_checkpoint) or the message ("Saving ... failed") is a checkpoint failure.
+  (load_from_checkpoint) or the message ("Saving ... failed") is a checkpoint failure; the driver's "A worker
+  died" warning explains a run that then died; a finished log whose last grad-norm report turned NaN is a
+  metric failure.
 """
 
 from __future__ import annotations
@@ -168,3 +170,28 @@ def test_checkpoint_calls_named_by_a_ray_task_a_loader_or_the_message(tmp_path: 
     assert (
         primary(tri_text(tmp_path, "RuntimeError: loading the tokenizer failed\n"))[1] != "checkpoint_failure"
     )
+
+
+def test_the_drivers_worker_died_warning_explains_a_run_that_then_died(tmp_path: Path) -> None:
+    # Ray retries the task: alone in a run that completed it is noise (fixtures/triage/noise_worker_died_warning)
+    res = tri_text(tmp_path, tuning_case("rc-ray-worker-killed-system-error-after-task-retries"))
+    assert primary(res) == ("Blocked", "ray_cluster", "ray_worker_died_warning")
+    warning = "2023-10-09 23:04:29,519\tWARNING worker.py:2058 -- A worker died or was killed while executing a task by an unexpected system error.\n"
+    assert tri_text(tmp_path, warning + "step 2/2 done\n")["verdict"] != "Blocked"  # the run went on
+
+
+def test_a_finished_log_whose_last_grad_norm_turned_nan_is_a_metric_failure(tmp_path: Path) -> None:
+    for case_id in (
+        "pd-swift-qwen25vl-zero2-gradnorm-nan-step2",  # ms-swift's dict lines: 6.08, then nan
+        "rd-swift-minicpmv-grad-norm-nan-midrun",  # JSON lines at step 8280: 4.17, then NaN
+    ):
+        res = tri_text(tmp_path, tuning_case(case_id))
+        assert primary(res) == ("Fail", "metric_failure", "metrics:grad_norm_nonfinite_last"), case_id
+        assert res["primary"]["confidence"] < 0.5  # the other reading (a log cut mid-run) is said
+    # one NaN report that the run got past (fp16 loss scaling skips such steps) is no failure
+    went_on = (
+        "{'loss': 2.1, 'grad_norm': 6.0}\n{'loss': 2.0, 'grad_norm': nan}\n{'loss': 1.9, 'grad_norm': 5.0}\n"
+    )
+    assert tri_text(tmp_path, went_on)["primary"] is None
+    # nor is a log that starts at NaN with no finite report before it to turn from
+    assert tri_text(tmp_path, "{'loss': 2.0, 'grad_norm': nan}\n")["primary"] is None

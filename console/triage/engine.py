@@ -399,6 +399,24 @@ class TriageEngine:
             self._bare_exception(exc, lineno, body, rule, handled, new)
         return [f.to_dict() for f in new]
 
+    def trailing_metric_finding(self) -> Finding | None:
+        """A finished log whose last grad-norm report, in its tail, turned NaN/Inf (see MetricWatch)."""
+        a = self._metrics.trailing_nonfinite_grad()
+        if a is None or not self.tail or a.line < self.tail[0][0]:
+            return None
+        return Finding(
+            "metric_failure",
+            self.cat.classes["metric_failure"].verdict,
+            a.line,
+            evidence_text(
+                f"{a.evidence} (also consistent with: the log was cut while the run was still going)"
+            ),
+            f"metrics:{a.kind}",
+            file=self.source,
+            confidence=0.45,
+            lines=a.lines,
+        )
+
     def _metric_findings(self, lineno: int, body: str) -> list[Finding]:
         new: list[Finding] = []
         for a in self._metrics.feed(lineno, body):

@@ -201,6 +201,22 @@ class MetricWatch:
                 out.append(a)
         return out
 
+    def trailing_nonfinite_grad(self) -> Anomaly | None:
+        """The last grad-norm report when it is NaN/Inf right after a finite one and nothing reported since:
+        read only for a finished log that ends there (one such report in a run that went on is fp16 noise)."""
+        if len(self.grad) < 2 or "grad_norm_nonfinite" in self.found:
+            return None
+        g0, g1 = self.grad
+        if not math.isfinite(g0[2]) or math.isfinite(g1[2]):
+            return None
+        return Anomaly(
+            "grad_norm_nonfinite_last",
+            g1[0],
+            [g0[0], g1[0]],
+            g1[1],
+            f"grad norm {g0[2]:g} then {g1[2]} on the log's last report",
+        )
+
     def _check_grad(self) -> Anomaly | None:
         if len(self.grad) < 2:
             return None

@@ -54,6 +54,8 @@ class TriageEngine(Protocol):
 
     def component_finding(self, text: str, lineno: int) -> Finding | None: ...
 
+    def trailing_metric_finding(self) -> Finding | None: ...
+
 
 FAILING = ("Fail", "Blocked")
 DECISIVE = ("Fail", "Blocked", "Cancelled")
@@ -105,7 +107,9 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     if not candidates and not completed and engine.tail and exit_code != 0 and not run_died(engine, None):
         # a finished log that stops inside a phase that never finished (console/catalog/stall.toml)
         stall = stall_finding(engine.tail, engine.source, ["unknown_error"] if died else [])
-        candidates = [stall] if stall is not None else []
+        # or one whose last grad-norm report turned NaN/Inf
+        last = stall or engine.trailing_metric_finding()
+        candidates = [last] if last is not None else []
         findings.extend(candidates)
     if not candidates and died and (exit_code not in (None, 0) or not completed):
         f = _death_finding(engine, exit_code, ended, Finding)
