@@ -20,9 +20,10 @@ from console.redact import redact_text
 from console.triage import rootcause
 from console.triage.finding import Finding
 from console.triage.metricwatch import LITERALS as METRIC_LITERALS
-from console.triage.metricwatch import MetricWatch
+from console.triage.metricwatch import Anomaly, MetricWatch
 from console.triage.model import FindingRecord, TriageResult
 from console.triage.rules import NOISE_CLASS, Catalog, ExceptionRule, Rule, default_catalog
+from console.triage.stall import CUT_NOTE
 
 FRAMEWORKS = ("nemo-rl", "verl", "demo")
 EVIDENCE_MAX = 400
@@ -194,6 +195,16 @@ class _Traceback:
     exc: re.Match[str] | None = None  # exc_text read as an exception line: its type, wrapped type, message
     wrapper: str | None = None  # "RayTaskError(X)": the inner exception type X
     indent: str = ""  # the header's indentation (an indented paste): stripped from the lines that follow
+
+
+def _frames_with_sources(tb: _Traceback, last: int) -> str:
+    """The deepest ``last`` frames (all when 0), each followed by the source line quoted under it ("" if none)."""
+    start = len(tb.frames) - last if last else 0
+    return "\n".join(
+        f"{frame}\n{tb.sources[i] if i < len(tb.sources) else ''}"
+        for i, frame in enumerate(tb.frames)
+        if i >= start
+    )
 
 
 class TriageEngine:
@@ -375,7 +386,7 @@ class TriageEngine:
             and not (rule and rule.verdict == "Noise")
         ):
             # the process prefix names who printed it, e.g. "(raylet)": part of what the components read
-            f = self._component_finding(f"{prefix} {body}" if prefix else body, lineno)
+            f = self.component_finding(f"{prefix} {body}" if prefix else body, lineno)
             if f is not None:
                 added = self._add_finding(f, count)
                 if added is not None:
@@ -404,34 +415,25 @@ class TriageEngine:
         a = self._metrics.trailing_nonfinite_grad()
         if a is None or not self.tail or a.line < self.tail[0][0]:
             return None
+        a.evidence += f" ({CUT_NOTE})"
+        return self._metric_finding(a, confidence=0.45)
+
+    def _metric_finding(self, a: Anomaly, confidence: float) -> Finding:
         return Finding(
             "metric_failure",
             self.cat.classes["metric_failure"].verdict,
             a.line,
-            evidence_text(
-                f"{a.evidence} (also consistent with: the log was cut while the run was still going)"
-            ),
+            evidence_text(a.evidence),
             f"metrics:{a.kind}",
             file=self.source,
-            confidence=0.45,
+            confidence=confidence,
             lines=a.lines,
         )
 
     def _metric_findings(self, lineno: int, body: str) -> list[Finding]:
         new: list[Finding] = []
         for a in self._metrics.feed(lineno, body):
-            info = self.cat.classes["metric_failure"]
-            f = Finding(
-                "metric_failure",
-                info.verdict,
-                a.line,
-                evidence_text(a.evidence),
-                f"metrics:{a.kind}",
-                file=self.source,
-                confidence=0.75,
-                lines=a.lines,
-            )
-            added = self._add_finding(f, 1)
+            added = self._add_finding(self._metric_finding(a, confidence=0.75), 1)
             if added is not None:
                 new.append(added)
         return new
@@ -867,7 +869,7 @@ class TriageEngine:
         if handled:
             return
         f = self._exception_finding(etype, exc.group("inner"), exc.group("msg") or "", lineno, body)
-        f = f or self._component_finding(body, lineno)
+        f = f or self.component_finding(body, lineno)
         if f is not None:
             f.confidence = min(f.confidence, 0.7)
             added = self._add_finding(f, 1)
@@ -938,9 +940,6 @@ class TriageEngine:
 
     def component_finding(self, text: str, lineno: int) -> Finding | None:
         """The last-resort class a text names by the component it mentions (see [[component]])."""
-        return self._component_finding(text, lineno)
-
-    def _component_finding(self, text: str, lineno: int) -> Finding | None:
         for c in self.cat.components:
             if c.regex.search(text):
                 return Finding(
@@ -1074,8 +1073,7 @@ class TriageEngine:
             if fr.unterminated and (tb.exc_text is not None or self.root_exception is not None):
                 continue  # a guess from a cut traceback, never over an exception already seen
             if fr.sources:
-                pairs = list(zip(tb.frames, [*tb.sources, *[""] * len(tb.frames)], strict=False))
-                text = "\n".join(f"{fm}\n{src}" for fm, src in pairs[-fr.last if fr.last else 0 :])
+                text = _frames_with_sources(tb, fr.last)
             else:
                 text = "\n".join(tb.frames[-fr.last :]) if fr.last else frames
             if fr.regex.search(text):
@@ -1101,7 +1099,7 @@ class TriageEngine:
                 return None
         if tb.exc_text is None:
             return None  # unterminated: decided at result() time
-        comp = self._component_finding(tb.exc_text, line)
+        comp = self.component_finding(tb.exc_text, line)
         if comp is not None:
             comp.lines = lines
             return comp
