@@ -85,6 +85,12 @@ _INLINE_FRAME_RE = re.compile(
 # a cut traceback's last frame that raises: "raise EntryNotFoundError(", "raise OSError(f'No such file: {p}')"
 _RAISE_RE = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?:\((?P<msg>.*))?$")
 RAISED = "raised_in_cut_traceback"  # rule id suffix of a finding read from that raise statement
+# IPython / Jupyter open a traceback with the exception's type on the header line, padded to a column:
+# "OutOfMemoryError                          Traceback (most recent call last)"
+_IPY_HEADER_RE = re.compile(
+    r"^\s*(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s{2,}Traceback \(most recent call last\)"
+)
+IPY_HEADER = "type_in_ipython_header"  # rule id suffix of a finding read from that header
 IN_WARNING = "in_warning"  # rule id suffix of a finding in a Python warning's message
 LIBRARY_CALLER = "library_caller"  # rule id suffix: an installed package made the failing call
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
@@ -95,7 +101,8 @@ _BLOCKING_RE = re.compile(
     r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
 )
 _EXC_RE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception))"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception"
+    r"|OfflineModeIsEnabled))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
 # After a traceback's frames, Python prints the exception at column 0 whatever its type is named
@@ -151,7 +158,8 @@ REPEAT_LINES = 512  # repeated lines remembered (see TriageEngine._remember)
 REPEAT_MAX_LEN = 1024  # longer lines are not remembered
 # Words a line must hold for the exception-line regex (_EXC_RE) or the pytest frame form of _FRAME_RE to match:
 # with the literals, what line-skipping scanners look for (see TriageEngine.literal_roles).
-EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure")
+# (and huggingface_hub's OfflineModeIsEnabled, an exception whose name carries none of the others)
+EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure", "OfflineModeIsEnabled")
 PYTEST_FRAME_LITERAL = ": in "
 _EXCEPTION_WORD_RE = re.compile("|".join(EXCEPTION_WORDS))  # any(w in text for w in EXCEPTION_WORDS), faster
 _EXCEPTION_WORD_SET = frozenset(EXCEPTION_WORDS)
@@ -195,6 +203,9 @@ class _Traceback:
     exc: re.Match[str] | None = None  # exc_text read as an exception line: its type, wrapped type, message
     wrapper: str | None = None  # "RayTaskError(X)": the inner exception type X
     indent: str = ""  # the header's indentation (an indented paste): stripped from the lines that follow
+    frame_indent: int = 0  # the last frame line's indentation: the source line it quotes sits deeper
+    header_type: str | None = None  # IPython's header names the type: "OutOfMemoryError    Traceback (...)"
+    header_text: str = ""
 
 
 def _frames_with_sources(tb: _Traceback, last: int) -> str:
@@ -337,7 +348,10 @@ class TriageEngine:
         if (
             tb is not None
             and tb.frames
-            and (body[:1] in (" ", "\t") or (body[:1] == "-" and _IPY_SOURCE_RE.match(body)))
+            and (
+                (body[:1] in (" ", "\t") and len(body) - len(body.lstrip(" \t")) > tb.frame_indent)
+                or (body[:1] == "-" and _IPY_SOURCE_RE.match(body))
+            )
             and not _FRAME_RE.match(body)
         ):
             if len(tb.sources) < len(tb.frames):
@@ -761,6 +775,9 @@ class TriageEngine:
             if old is not None:
                 self._close(prefix, old, new)
             tb = _Traceback(start=lineno, indent=stripped + body[: len(body) - len(body.lstrip(" \t"))])
+            head = _IPY_HEADER_RE.match(body)
+            if head is not None:
+                tb.header_type, tb.header_text = head.group("type"), body.strip()
             if prefix in self._chain_pending:
                 tb.chained = True
                 self._chain_pending.discard(prefix)
@@ -781,11 +798,15 @@ class TriageEngine:
             found = self._tbs.get(prefix)
             if found is not None:
                 tb = found
-            else:  # an excerpt that starts inside a traceback
-                tb = _Traceback(start=lineno, noise=prefix in self._noise_pending)
+            else:  # an excerpt that starts inside a traceback: frames sit two columns in from its header
+                lead = body[: len(body) - len(body.lstrip(" "))]
+                tb = _Traceback(
+                    start=lineno, noise=prefix in self._noise_pending, indent=stripped + lead[:-2]
+                )
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb
             tb.frames.append(body.strip())
+            tb.frame_indent = len(body) - len(body.lstrip(" \t"))
             tb.funcs.append(fm.group("func") or fm.groupdict().get("pfunc") or "")
             while len(tb.sources) < len(tb.frames) - 1:
                 tb.sources.append("")
@@ -938,6 +959,18 @@ class TriageEngine:
         f.confidence = min(f.confidence, 0.5)
         return f
 
+    def _header_finding(self, tb: _Traceback, line: int, lines: list[int]) -> Finding | None:
+        """An IPython traceback cut before its exception line: the type its header names, read as an
+        exception line with no message (less confidence), or None when no entry knows the type."""
+        if tb.header_type is None:
+            return None
+        f = self._exception_finding(tb.header_type, None, "", line, tb.header_text, tb.frames, stage="all")
+        if f is None:
+            return None
+        f.rule, f.lines = f"{f.rule}+{IPY_HEADER}", lines
+        f.confidence = min(f.confidence, 0.5)
+        return f
+
     def component_finding(self, text: str, lineno: int) -> Finding | None:
         """The last-resort class a text names by the component it mentions (see [[component]])."""
         for c in self.cat.components:
@@ -1044,7 +1077,7 @@ class TriageEngine:
         evidence = tb.exc_text or (tb.frames[-1] if tb.frames else TRACEBACK_START)
         lines = sorted({tb.start, line})
         if tb.exc_text is None and not tb.wrapper:
-            f = self._raised_finding(tb, line, lines)
+            f = self._raised_finding(tb, line, lines) or self._header_finding(tb, line, lines)
             if f is not None:
                 return f
         if tb.exc_text is not None or tb.wrapper:

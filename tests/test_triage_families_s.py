@@ -1,0 +1,161 @@
+"""Triage mechanisms and families added with corpus round s (issue 12), on real excerpts (tuning cases
+of ``tests/corpus/`` and fixtures from other public threads) and against lines that must not fire:
+
+- an IPython/Jupyter traceback cut before its exception line still names the exception: its header
+  line carries the type ("OutOfMemoryError      Traceback (most recent call last)");
+- an excerpt that starts inside an indented traceback (pip's subprocess output, six columns in) is read
+  with that indentation: its exception line is seen, and the lines after it are output again, not
+  source lines quoted by a frame;
+- a CUDA check macro's "Failed: Cuda error FILE.cuh:N 'msg'" is a CUDA fault, a CUDA-graph crash next
+  to graph capture; torch.compile's "accessing tensor output of CUDAGraphs that has been overwritten";
+- NCCL failing to create its /dev/shm segment is a full /dev/shm; Ray's OutOfDiskError is a full disk;
+- torch.distributed.checkpoint's CheckpointException is a checkpoint failure (not NCCL);
+- huggingface_hub's OfflineModeIsEnabled and transformers' "You are trying to access a gated repo" are
+  a model that is not available;
+- a CUDA toolkit that does not match torch's (DeepSpeed's op builder, torch.utils.cpp_extension) is a
+  dependency problem; Ray's repeated "Unable to connect to GCS at" is the cluster; NeMo-RL's ray.sub
+  "[ERROR] Background srun ... died" is the cluster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.triage_helpers import primary, tri, tri_text, tuning_case
+
+
+def _cut_before_exception_line(text: str, exc_prefix: str) -> str:
+    lines = text.splitlines()
+    cut = max(i for i, line in enumerate(lines) if line.startswith(exc_prefix))
+    return "\n".join(lines[:cut]) + "\n"
+
+
+def test_an_ipython_traceback_cut_before_its_exception_line_is_named_by_its_header(tmp_path: Path) -> None:
+    full = tuning_case("g-data-datasets-tsv-builder-name-no-script")
+    assert primary(tri_text(tmp_path, full))[1] == "data_missing"
+    res = tri_text(tmp_path, _cut_before_exception_line(full, "FileNotFoundError:"))
+    verdict, cls, rule = primary(res)
+    assert verdict == "Blocked" and cls in ("data_missing", "hf_offline_missing"), res
+    # a Jupyter OOM pasted down to its last frame (the notebook form of a cut traceback)
+    oom = (
+        "---------------------------------------------------------------------------\n"
+        "OutOfMemoryError                          Traceback (most recent call last)\n"
+        "Cell In[21], line 2\n"
+        '----> 2 model.save_pretrained_merged(out_dir, tokenizer, save_method="merged_16bit")\n'
+    )
+    res = tri_text(tmp_path, oom)
+    assert primary(res)[:2] == ("Fail", "cuda_oom")
+    assert res["primary"]["rule"].endswith("+type_in_ipython_header") and res["primary"]["confidence"] <= 0.5
+
+
+def test_an_ipython_header_of_an_unknown_type_names_nothing(tmp_path: Path) -> None:
+    text = (
+        "---------------------------------------------------------------------------\n"
+        "ZeroDivisionError                         Traceback (most recent call last)\n"
+        "Cell In[3], line 1\n"
+        "----> 1 1/0\n"
+    )
+    verdict, cls, rule = primary(tri_text(tmp_path, text))
+    assert cls == "unknown_error" and "type_in_ipython_header" not in (rule or "")
+    # a plain header (no type before it) is no IPython header
+    assert primary(
+        tri_text(tmp_path, 'Traceback (most recent call last)\n  File "a.py", line 1, in <module>\n')
+    )[1] == ("unknown_error")
+
+
+def test_an_excerpt_starting_inside_an_indented_traceback_keeps_its_indentation() -> None:
+    res = tri("cuda_toolkit_mismatch_pip_subprocess", exit_code=1)
+    assert primary(res) == ("Blocked", "missing_dependency", "gpu_build_or_driver_mismatch")
+    rules = {f["rule"] for f in res["findings"]}
+    # the pip lines after the traceback are read as output again, not as a frame's source lines
+    assert "extension_build_failed" in rules
+
+
+def test_lines_indented_less_than_the_frame_are_not_its_source(tmp_path: Path) -> None:
+    text = (
+        '        File "/venv/lib/python3.13/site-packages/torch/utils/cpp_extension.py", line 2225, in _run_ninja_build\n'
+        "          raise RuntimeError(message) from e\n"
+        "      RuntimeError: Error compiling objects for extension\n"
+        "  ERROR: Failed building wheel for transformer_engine_torch\n"
+    )
+    assert primary(tri_text(tmp_path, text))[:2] == ("Blocked", "missing_dependency")
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict", "cls", "rule"),
+    [
+        (
+            "vllm_custom_allreduce_failed_after_capture",
+            "Fail",
+            "cuda_graph_crash",
+            "cuda_fault+context:cuda_graph",
+        ),
+        ("cudagraph_trees_output_overwritten", "Fail", "cuda_graph_crash", "cuda_graph_warmup_error"),
+        ("nccl_shm_segment_nccl_tests", "Blocked", "no_space", "nccl_shm_segment"),
+        ("nccl_shm_segment_ray_runner", "Blocked", "no_space", "nccl_shm_segment"),
+        ("ray_out_of_disk_object_store", "Blocked", "no_space", "ray_out_of_disk"),
+        ("ray_out_of_disk_notebook_header", "Blocked", "no_space", "ray_out_of_disk"),
+        ("dcp_checkpoint_exception_ranks", "Fail", "checkpoint_failure", "checkpoint_error_text"),
+        ("hf_offline_mode_is_enabled", "Blocked", "hf_offline_missing", "hf_local_entry_missing"),
+        (
+            "cuda_toolkit_mismatch_deepspeed_builder",
+            "Blocked",
+            "missing_dependency",
+            "gpu_build_or_driver_mismatch",
+        ),
+        ("ray_gcs_unable_to_connect_cli", "Blocked", "ray_cluster", "ray_gcs_unreachable_retries"),
+        ("ray_gcs_unable_to_connect_serve", "Blocked", "ray_cluster", "ray_gcs"),
+    ],
+)
+def test_round_s_families_on_other_public_threads(name: str, verdict: str, cls: str, rule: str) -> None:
+    assert primary(tri(name)) == (verdict, cls, rule)
+
+
+def test_round_s_families_on_tuning_cases(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("sc-vllm-custom-allreduce-invalid-arg-after-full-graph-capture"))
+    assert primary(res)[:2] == ("Fail", "cuda_graph_crash")
+    res = tri_text(tmp_path, tuning_case("sc-pytorch-dcp-load-missing-key-bigger-model"))
+    assert primary(res)[:2] == ("Fail", "checkpoint_failure")
+    res = tri_text(tmp_path, tuning_case("sd-video-diffusion-docker-dev-shm-nccl-segment"))
+    assert primary(res)[:2] == ("Blocked", "no_space")
+
+
+def test_the_gated_repo_message_alone_names_the_model_not_available(tmp_path: Path) -> None:
+    text = (
+        "OSError: You are trying to access a gated repo.\n"
+        "Make sure to have access to it at https://huggingface.co/meta-llama/Llama-2-7b-hf.\n"
+    )
+    assert primary(tri_text(tmp_path, text))[:2] == ("Blocked", "hf_offline_missing")
+
+
+def test_near_misses_of_the_round_s_families(tmp_path: Path) -> None:
+    # a single GCS retry warning is a wait, not yet a cluster failure
+    one = (
+        "2022-09-28 19:36:46,554\tWARNING utils.py:1333 -- Unable to connect to GCS at 10.0.0.1:6379. Check that "
+        "(1) Ray GCS with matching version started successfully at the specified address.\n"
+    )
+    assert primary(tri_text(tmp_path, one))[0] == "Incomplete"
+    # Ray's disk-usage warning is no OutOfDiskError (it stays the soft rule it was)
+    warn = (
+        "(raylet) file_system_monitor.cc:116: /tmp/ray/session_x is over 95% full, available space: 10 GB\n"
+    )
+    assert primary(tri_text(tmp_path, warn))[2] == "no_space_ray_disk_full"
+    # a "Failed:" line that names no CUDA source is no CUDA fault
+    assert primary(tri_text(tmp_path, "Failed: 3 tests, see report.txt 'summary'\n"))[1] != "cuda_error"
+    # NCCL's shm INFO lines in a healthy run are no failure
+    ok = "node:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n"
+    assert primary(tri_text(tmp_path, ok))[0] == "Incomplete"
+
+
+def test_nemo_rl_ray_sub_failure_lines(tmp_path: Path) -> None:
+    for line in (
+        "[ERROR] Background srun 'ray-head' (pid=812) exited before the head; failing fast.",
+        "[ERROR] Timed out waiting for all workers to connect (3/4 after 30 min)",
+        "[ERROR] ENDED detected before head started, exiting.",
+    ):
+        assert primary(tri_text(tmp_path, line + "\n"))[:2] == ("Blocked", "ray_cluster"), line
+    # ray.sub's own progress line, in a run that went on, is no failure
+    ok = "Waiting for all workers to connect to the Ray head\nAll workers connected\nStep 1/10\n"
+    assert primary(tri_text(tmp_path, ok))[1] != "ray_cluster"
