@@ -12,6 +12,9 @@ of ``tests/corpus/`` and fixtures from other public threads) and against lines t
 - torch.distributed.checkpoint's CheckpointException is a checkpoint failure (not NCCL);
 - huggingface_hub's OfflineModeIsEnabled and transformers' "You are trying to access a gated repo" are
   a model that is not available;
+- a version requirement that an exception's message states ("maximum version 2.5.8 is supported",
+  "Peewee >= 2.4.3 is required") is a dependency problem; a deep Megatron module missing is bridge_import
+  (the stack at another version), with container_venv_mismatch as the alternative;
 - a CUDA toolkit that does not match torch's (DeepSpeed's op builder, torch.utils.cpp_extension) is a
   dependency problem; Ray's repeated "Unable to connect to GCS at" is the cluster; NeMo-RL's ray.sub
   "[ERROR] Background srun ... died" is the cluster.
@@ -107,6 +110,8 @@ def test_lines_indented_less_than_the_frame_are_not_its_source(tmp_path: Path) -
         ),
         ("ray_gcs_unable_to_connect_cli", "Blocked", "ray_cluster", "ray_gcs_unreachable_retries"),
         ("ray_gcs_unable_to_connect_serve", "Blocked", "ray_cluster", "ray_gcs"),
+        ("version_requirement_runtime_error", "Blocked", "missing_dependency", "exc_version_requirement"),
+        ("version_requirement_numpy_api", "Blocked", "missing_dependency", "exc_version_requirement"),
     ],
 )
 def test_round_s_families_on_other_public_threads(name: str, verdict: str, cls: str, rule: str) -> None:
@@ -120,6 +125,30 @@ def test_round_s_families_on_tuning_cases(tmp_path: Path) -> None:
     assert primary(res)[:2] == ("Fail", "checkpoint_failure")
     res = tri_text(tmp_path, tuning_case("sd-video-diffusion-docker-dev-shm-nccl-segment"))
     assert primary(res)[:2] == ("Blocked", "no_space")
+
+
+def test_a_version_requirement_in_an_exception_message_is_a_dependency(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("pb-te-flashattn-max-version"))
+    assert primary(res)[:2] == ("Blocked", "missing_dependency")
+    # a bound on a setting (no dotted version) is not a package version
+    for text in (
+        "AssertionError: micro batch size >= 2 is required\n",
+        "ValueError: num_workers must be >= 1\n",
+    ):
+        assert primary(tri_text(tmp_path, text))[1] != "missing_dependency", text
+
+
+def test_a_deep_megatron_module_missing_is_the_stack_unless_a_worker_printed_it(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("m-bridge-import-slime-megatron-training-missing"))
+    assert primary(res) == ("Blocked", "bridge_import", "import_bridge_submodule")
+    assert "container_venv_mismatch" in [a["class"] for a in res["alternatives"]]
+    # printed by a Ray actor (NeMo-RL's policy worker): that worker's env holds another Megatron
+    line = "(MegatronPolicyWorker pid=35477) ModuleNotFoundError: No module named 'megatron.core.distributed.custom_fsdp'\n"
+    assert primary(tri_text(tmp_path, line)) == (
+        "Blocked",
+        "container_venv_mismatch",
+        "import_bridge_submodule",
+    )
 
 
 def test_the_gated_repo_message_alone_names_the_model_not_available(tmp_path: Path) -> None:

@@ -100,6 +100,8 @@ _BLOCKING_RE = re.compile(
     r"(?:\bsleep\(|\.wait\(|waitpid\(|\.join\(|select\(|\.poll\(|\.acquire\(|\bget\(|"
     r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
 )
+# The prefix Ray puts on a line an actor or task printed: "(MegatronPolicyWorker pid=35477, ip=10.0.0.12)".
+_RAY_ACTOR_PREFIX_RE = re.compile(r"\(\w+ pid=\d+")
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception"
     r"|OfflineModeIsEnabled))"
@@ -1019,14 +1021,29 @@ class TriageEngine:
             return None  # e.g. "RayTaskError(ModuleNotFoundError)": decided when its traceback closes
         frames = (tb.frames if tb is not None else []) or []
         in_worker = "raylet" in prefix or bool(tb is not None and tb.wrapper)
-        return self._import_decision(body, body, lineno, frames, "ModuleNotFoundError", in_worker)
+        return self._import_decision(
+            body,
+            body,
+            lineno,
+            frames,
+            "ModuleNotFoundError",
+            in_worker,
+            _RAY_ACTOR_PREFIX_RE.match(prefix) is not None,
+        )
 
     def _import_decision(
-        self, msg: str, text: str, lineno: int, frames: list[str], etype: str, in_worker: bool = False
+        self,
+        msg: str,
+        text: str,
+        lineno: int,
+        frames: list[str],
+        etype: str,
+        in_worker: bool = False,
+        in_actor: bool = False,
     ) -> Finding:
         """The module named by a failed import decides: the Bridge/NeMo-RL/Megatron stack (bridge_import),
         a worker interpreter that is not the driver's (container_venv_mismatch), anything else
-        (missing_dependency)."""
+        (missing_dependency). ``in_actor``: printed by a Ray actor ("(MegatronPolicyWorker pid=1)")."""
         pol = self.cat.imports
         m = _MODULE_RE.search(msg) or _MODULE_RE.search(text)
         mod = m.group("mod").strip(".") if m else ""
@@ -1045,8 +1062,12 @@ class TriageEngine:
         elif mod and any(mod == b or mod.startswith(b + ".") for b in pol.bridge_modules):
             if mod.count(".") + 1 <= pol.bridge_max_depth:
                 cls, rid, conf = "bridge_import", "import_bridge_stack", 0.85
-            else:  # the package is there but lacks a module: its version does not match the caller
+            elif in_worker or in_actor:  # the stack is there in the worker's env, at another version
                 cls, rid, conf = "container_venv_mismatch", "import_bridge_submodule", 0.7
+                also = ["bridge_import"]
+            else:  # the package is there but lacks a module: the stack at a version the caller does not fit
+                cls, rid, conf = "bridge_import", "import_bridge_submodule", 0.7
+                also = ["container_venv_mismatch"]
         else:
             cls, rid, conf = "missing_dependency", "import_missing_module", 0.8 if mod else 0.6
         info = self.cat.classes[cls]
