@@ -15,6 +15,10 @@ of ``tests/corpus/`` and fixtures from other public threads) and against lines t
 - a version requirement that an exception's message states ("maximum version 2.5.8 is supported",
   "Peewee >= 2.4.3 is required") is a dependency problem; a deep Megatron module missing is bridge_import
   (the stack at another version), with container_venv_mismatch as the alternative;
+- XLA's "NCCL operation ncclX() failed" is NCCL; DeepSpeed's zero_to_fp32.py in the frames is a checkpoint
+  conversion; a launcher script whose shebang interpreter is gone ("bad interpreter") and uv ignoring the
+  active VIRTUAL_ENV (soft: only when a worker then fails) are an environment mismatch; Ray's object store
+  not fitting /dev/shm is a full /dev/shm;
 - a CUDA toolkit that does not match torch's (DeepSpeed's op builder, torch.utils.cpp_extension) is a
   dependency problem; Ray's repeated "Unable to connect to GCS at" is the cluster; NeMo-RL's ray.sub
   "[ERROR] Background srun ... died" is the cluster.
@@ -112,6 +116,11 @@ def test_lines_indented_less_than_the_frame_are_not_its_source(tmp_path: Path) -
         ("ray_gcs_unable_to_connect_serve", "Blocked", "ray_cluster", "ray_gcs"),
         ("version_requirement_runtime_error", "Blocked", "missing_dependency", "exc_version_requirement"),
         ("version_requirement_numpy_api", "Blocked", "missing_dependency", "exc_version_requirement"),
+        ("deepspeed_zero_to_fp32_frames", "Fail", "checkpoint_failure", "frames_checkpoint"),
+        ("nccl_xla_operation_failed", "Fail", "nccl", "nccl_error"),
+        ("venv_bad_interpreter_conda_script", "Blocked", "container_venv_mismatch", "venv_bad_interpreter"),
+        ("ray_object_store_exceeds_dev_shm", "Blocked", "no_space", "shm_exhausted"),
+        ("package_metadata_not_found", "Blocked", "missing_dependency", "exc_package_not_found"),
     ],
 )
 def test_round_s_families_on_other_public_threads(name: str, verdict: str, cls: str, rule: str) -> None:
@@ -149,6 +158,46 @@ def test_a_deep_megatron_module_missing_is_the_stack_unless_a_worker_printed_it(
         "container_venv_mismatch",
         "import_bridge_submodule",
     )
+
+
+def test_uv_ignoring_the_active_venv_explains_a_worker_that_then_dies(tmp_path: Path) -> None:
+    # alone (uv's warning in a shell session) it is no failure
+    res = tri("uv_virtual_env_ignored_noise")
+    assert primary(res)[0] == "Incomplete"
+    assert [f["rule"] for f in res["findings"]] == ["uv_virtual_env_ignored"]
+    # before a Ray worker's traceback (ray#56583, round t tuning) it is the cause
+    res = tri_text(tmp_path, tuning_case("ta-ray-uv-run-worker-new-venv-ignores-active"))
+    assert primary(res) == ("Blocked", "container_venv_mismatch", "uv_virtual_env_ignored")
+
+
+def test_xla_nccl_operation_failures_but_not_a_missing_nccl_library(tmp_path: Path) -> None:
+    assert primary(tri_text(tmp_path, tuning_case("tb-jax-pmap-xla-ncclgroupend-unhandled-cuda")))[:2] == (
+        "Fail",
+        "nccl",
+    )
+    text = (
+        "INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:134: NCCL operation ncclGetUniqueId(&id) failed: "
+        "Unable to load NCCL library. Multi-GPU collectives will not work.\n"
+    )
+    assert primary(tri_text(tmp_path, text))[2] != "nccl_error"
+
+
+def test_a_name_missing_from_the_bridge_stack_is_bridge_import(tmp_path: Path) -> None:
+    from console.triage.rules import default_catalog
+
+    for case in (
+        "bridge-mbridge-qwen3vl-cannot-import-from-megatron-core-utils",
+        "bridge-accelerate-megatron-get-args-unknown-location",
+    ):
+        assert primary(tri_text(tmp_path, tuning_case(case)))[:2] == ("Blocked", "bridge_import"), case
+    # a name missing from a third-party package stays a dependency problem
+    text = "ImportError: cannot import name 'cached_download' from 'huggingface_hub' (/venv/lib/python3.11/site-packages/huggingface_hub/__init__.py)\n"
+    assert primary(tri_text(tmp_path, text))[:2] == ("Blocked", "missing_dependency")
+    # the rule names the same stack as [imports] bridge_modules
+    cat = default_catalog()
+    rule = next(r for r in cat.rules if r.id == "import_name_from_bridge_stack")
+    for mod in cat.imports.bridge_modules:
+        assert rule.regex.search(f"cannot import name 'x' from '{mod}.sub'"), mod
 
 
 def test_the_gated_repo_message_alone_names_the_model_not_available(tmp_path: Path) -> None:

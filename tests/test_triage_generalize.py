@@ -308,10 +308,10 @@ def test_hub_and_datasets_not_found_wording(tmp_path: Path, line: str, cls: str)
             "rocr_visible_devices",
         ),
         # bridge-accelerate-megatron-get-args-unknown-location: "unknown location" = a namespace package, the
-        # real Megatron package is not installed (not a newer/older checkout of it)
+        # real Megatron package is not installed: the Megatron stack itself is missing (bridge_import)
         (
             "ImportError: cannot import name 'get_args' from 'megatron' (unknown location)",
-            "missing_dependency",
+            "bridge_import",
         ),
     ],
 )
