@@ -100,6 +100,8 @@ _BLOCKING_RE = re.compile(
     r"(?:\bsleep\(|\.wait\(|waitpid\(|\.join\(|select\(|\.poll\(|\.acquire\(|\bget\(|"
     r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
 )
+# `python -m X` run by the system interpreter, naming itself: "/usr/bin/python3: No module named X".
+_SYSTEM_PYTHON_RE = re.compile(r"(?:^|[\s:])/(?:usr/(?:local/)?)?bin/python[\d.]*: No module named ")
 # The prefix Ray puts on a line an actor or task printed: "(MegatronPolicyWorker pid=35477, ip=10.0.0.12)".
 _RAY_ACTOR_PREFIX_RE = re.compile(r"\(\w+ pid=\d+")
 _EXC_RE = re.compile(
@@ -490,11 +492,12 @@ class TriageEngine:
         """The triage JSON of DESIGN.md. Can be called repeatedly while lines are still fed."""
         findings = [copy.copy(f) for f in self._order]
         findings.extend(self._pending_traceback_findings(findings))
-        self._context_upgrades(findings)
+        self.context_upgrades(findings)
         return rootcause.decide(self, findings, exit_code)
 
-    def _context_upgrades(self, findings: list[Finding]) -> None:
-        """Context weighs a finding wherever it stands (a graph capture named after the fault too)."""
+    def context_upgrades(self, findings: list[Finding]) -> None:
+        """Context weighs a finding wherever it stands (a graph capture named after the fault too); also
+        the death that rootcause.decide adds when no rule explained it."""
         for m in self.cat.markers:
             if not m.upgrades or m.cls is None or m.tag not in self.context:
                 continue
@@ -1054,6 +1057,11 @@ class TriageEngine:
         is_bridge = bool(mod) and any(mod == b or mod.startswith(b + ".") for b in pol.bridge_modules)
         if mod and pol.venv_path_re is not None and pol.venv_path_re.search(where):
             cls, rid, conf = "container_venv_mismatch", "import_worker_venv", 0.7
+            also = ["bridge_import" if is_bridge else "missing_dependency"]
+        elif mod and _SYSTEM_PYTHON_RE.search(text):
+            # "/usr/bin/python: No module named X" (python -m X): the system interpreter ran it, not the
+            # environment the package is installed in (sudo, pdsh/ssh to another host, an env not activated)
+            cls, rid, conf = "container_venv_mismatch", "import_system_interpreter", 0.55
             also = ["bridge_import" if is_bridge else "missing_dependency"]
         elif in_worker and not is_bridge:
             # the driver got this far, a Ray worker cannot import: the worker's interpreter/env differs

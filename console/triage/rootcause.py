@@ -54,6 +54,8 @@ class TriageEngine(Protocol):
 
     def component_finding(self, text: str, lineno: int) -> Finding | None: ...
 
+    def context_upgrades(self, findings: list[Finding]) -> None: ...
+
     def trailing_metric_finding(self) -> Finding | None: ...
 
 
@@ -113,6 +115,8 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
         findings.extend(candidates)
     if not candidates and died and (exit_code not in (None, 0) or not completed):
         f = _death_finding(engine, exit_code, ended, Finding)
+        if f.cls == "unknown_error":
+            engine.context_upgrades([f])  # e.g. an abort where ROCR/HIP_VISIBLE_DEVICES are set
         findings.append(f)
         candidates = [f]
     primary = _choose(engine, candidates) if candidates else None

@@ -1,0 +1,83 @@
+"""Triage families added with corpus rounds t and u (issue 12), on real excerpts (tuning cases of
+``tests/corpus/`` and fixtures from other public threads) and against lines that must not fire:
+
+- a death that no rule explains is weighed by context like any finding: an abort where ROCR/HIP_VISIBLE_DEVICES
+  are set is the visibility conflict;
+- `python -m X` run by the system interpreter ("/usr/bin/python: No module named X") is the wrong environment;
+- safetensors refusing tensors that share memory is a failed checkpoint save; verl's model_merger.py in the
+  frames is checkpoint conversion;
+- vLLM rejecting a rollout request (a token id out of vocabulary, max_tokens 0) is a generation failure;
+- an attribute missing from a module of the Megatron stack is bridge_import;
+- "HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES", the Hub's whoami endpoint answering 429,
+  "ncclCommInitRank failed: unhandled system error" and SGLang's piecewise-graph advice name their classes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.triage_helpers import primary, tri, tri_text, tuning_case
+
+
+def test_an_abort_where_amd_visibility_variables_are_set_is_the_visibility_conflict(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("uc-rocm-te-import-aborts-empty-hip-visible-devices"))
+    verdict, cls, rule = primary(res)
+    assert (verdict, cls) == ("Blocked", "rocr_visible_devices")
+    assert rule is not None and rule.endswith("+context:amd_visible_devices")
+    # the same abort with no visibility variable in sight stays an unexplained death
+    text = "terminate called after throwing an instance of 'std::runtime_error'\nAborted (core dumped)\n"
+    assert primary(tri_text(tmp_path, text))[:2] == ("Fail", "unknown_error")
+
+
+def test_the_system_interpreter_running_a_module_is_the_wrong_environment(tmp_path: Path) -> None:
+    for case in (
+        "uc-sudo-dist-train-usr-bin-python-no-torch-distributed",
+        "ta-deepspeed-pdsh-host-outside-container",
+    ):
+        res = tri_text(tmp_path, tuning_case(case))
+        assert primary(res) == ("Blocked", "container_venv_mismatch", "import_system_interpreter"), case
+        assert "missing_dependency" in [a["class"] for a in res["alternatives"]]
+    # an environment's own interpreter missing the module is a missing dependency
+    text = "/opt/conda/envs/train/bin/python: No module named deepspeed\n"
+    assert primary(tri_text(tmp_path, text))[1] == "missing_dependency"
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict", "cls", "rule"),
+    [
+        ("vllm_token_id_out_of_vocabulary", "Fail", "generation_failure", "generation_request_invalid"),
+        ("megatron_core_attribute_moved", "Blocked", "bridge_import", "exc_bridge_stack_attribute"),
+        ("checkpoint_shared_tensors_safetensors", "Fail", "checkpoint_failure", "checkpoint_shared_tensors"),
+    ],
+)
+def test_round_u_families_on_real_fixtures(name: str, verdict: str, cls: str, rule: str) -> None:
+    assert primary(tri(name)) == (verdict, cls, rule)
+
+
+@pytest.mark.parametrize(
+    ("case", "verdict", "cls"),
+    [
+        ("ua-easyr1-model-merger-dtensor-assert", "Fail", "checkpoint_failure"),
+        ("ud-swift-vllm-engine-max-tokens-zero-context-full", "Fail", "generation_failure"),
+        ("ud-megatron-deepspeed-moe-inference-megatron-mpu-api-moved", "Blocked", "bridge_import"),
+        ("uc-therock-hip-visible-more-than-rocr-visible", "Blocked", "rocr_visible_devices"),
+        ("ub-autotrain-whoami-v2-429-reported-as-invalid-token", "Blocked", "hf_rate_limit"),
+        ("ub-horovod-tf-srun-ncclcomminitrank-unhandled-system-error", "Fail", "nccl"),
+        ("ud-sglang-nsa-piecewise-cuda-graph-num-tokens-mismatch", "Fail", "cuda_graph_crash"),
+        ("o-ckpt-phi3v-finetune-shared-tensors-save", "Fail", "checkpoint_failure"),
+    ],
+)
+def test_round_u_families_on_tuning_cases(tmp_path: Path, case: str, verdict: str, cls: str) -> None:
+    assert primary(tri_text(tmp_path, tuning_case(case)))[:2] == (verdict, cls)
+
+
+def test_near_misses_of_the_round_u_families(tmp_path: Path) -> None:
+    # an attribute missing from a third-party module is not the Megatron stack
+    text = "AttributeError: module 'transformer_engine' has no attribute 'pytorch'\n"
+    assert primary(tri_text(tmp_path, text))[1] != "bridge_import"
+    # a token id within a sentence that is not vLLM's check
+    assert primary(tri_text(tmp_path, "INFO token id 151643 is the eos token\n"))[0] == "Incomplete"
+    # whoami answered fine
+    assert primary(tri_text(tmp_path, "INFO Request /api/whoami-v2 - 200 in 0.2s\n"))[0] == "Incomplete"
