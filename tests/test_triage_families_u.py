@@ -8,6 +8,7 @@
   frames is checkpoint conversion;
 - vLLM rejecting a rollout request (a token id out of vocabulary, max_tokens 0) is a generation failure;
 - an attribute missing from a module of the Megatron stack is bridge_import;
+- torch.distributions refusing a parameter the model computed (NaN) is a metric failure;
 - "HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES", the Hub's whoami endpoint answering 429,
   "ncclCommInitRank failed: unhandled system error" and SGLang's piecewise-graph advice name their classes.
 """
@@ -50,6 +51,8 @@ def test_the_system_interpreter_running_a_module_is_the_wrong_environment(tmp_pa
         ("vllm_token_id_out_of_vocabulary", "Fail", "generation_failure", "generation_request_invalid"),
         ("megatron_core_attribute_moved", "Blocked", "bridge_import", "exc_bridge_stack_attribute"),
         ("checkpoint_shared_tensors_safetensors", "Fail", "checkpoint_failure", "checkpoint_shared_tensors"),
+        ("torch_distribution_nan_loc_vae", "Fail", "metric_failure", "exc_distribution_invalid_values"),
+        ("torch_distribution_nan_loc_pyro", "Fail", "metric_failure", "exc_distribution_invalid_values"),
     ],
 )
 def test_round_u_families_on_real_fixtures(name: str, verdict: str, cls: str, rule: str) -> None:
