@@ -8,7 +8,10 @@
   frames is checkpoint conversion;
 - vLLM rejecting a rollout request (a token id out of vocabulary, max_tokens 0) is a generation failure;
 - an attribute missing from a module of the Megatron stack is bridge_import;
-- torch.distributions refusing a parameter the model computed (NaN) is a metric failure;
+- torch.distributions refusing a parameter the model computed (NaN) is a metric failure; so is Python's
+  FloatingPointError as training loops raise it (minimum loss scale reached, loss became NaN);
+- (round v) TensorFlow's "OOM when allocating tensor" and llama.cpp's "cudaMalloc failed: out of memory" are GPU OOMs;
+  pkg_resources' VersionConflict is a dependency; "No usable temporary directory found" is a full disk;
 - "HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES", the Hub's whoami endpoint answering 429,
   "ncclCommInitRank failed: unhandled system error" and SGLang's piecewise-graph advice name their classes.
 """
@@ -53,6 +56,12 @@ def test_the_system_interpreter_running_a_module_is_the_wrong_environment(tmp_pa
         ("checkpoint_shared_tensors_safetensors", "Fail", "checkpoint_failure", "checkpoint_shared_tensors"),
         ("torch_distribution_nan_loc_vae", "Fail", "metric_failure", "exc_distribution_invalid_values"),
         ("torch_distribution_nan_loc_pyro", "Fail", "metric_failure", "exc_distribution_invalid_values"),
+        ("tf_oom_when_allocating_tensor", "Fail", "cuda_oom", "cuda_oom"),
+        ("llamacpp_cudamalloc_oom", "Fail", "cuda_oom", "cuda_oom"),
+        ("fairseq_minimum_loss_scale", "Fail", "metric_failure", "exc_floating_point"),
+        ("pkg_resources_version_conflict", "Blocked", "missing_dependency", "exc_version_conflict"),
+        ("tempfile_no_usable_tempdir", "Blocked", "no_space", "no_space_errno28"),
+        ("ray_owner_died_unhandled", "Blocked", "ray_cluster", "exc_ray_actor_died"),
     ],
 )
 def test_round_u_families_on_real_fixtures(name: str, verdict: str, cls: str, rule: str) -> None:
