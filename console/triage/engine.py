@@ -100,6 +100,10 @@ _BLOCKING_RE = re.compile(
     r"(?:\bsleep\(|\.wait\(|waitpid\(|\.join\(|select\(|\.poll\(|\.acquire\(|\bget\(|"
     r"^(?:_?wait|_try_wait|sleep|select|poll|join|acquire|waitpid)$)"
 )
+# glog's FATAL severity (the ROCm runtime, Ray's C++ core, XLA): "F agent.cpp:245] ...", "F0918 11:04:47.636 1579
+# agent.cpp:245] ..."; glog aborts the process right after such a line.
+_GLOG_FATAL_RE = re.compile(r"^F(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx):\d+\] ")
+GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
 # `python -m X` run by the system interpreter, naming itself: "/usr/bin/python3: No module named X".
 _SYSTEM_PYTHON_RE = re.compile(r"(?:^|[\s:])/(?:usr/(?:local/)?)?bin/python[\d.]*: No module named ")
 # The prefix Ray puts on a line an actor or task printed: "(MegatronPolicyWorker pid=35477, ip=10.0.0.12)".
@@ -1251,6 +1255,10 @@ class TriageEngine:
             rule = None
         if in_warning:  # its own finding (rule id): the same line outside a warning still counts in full
             rule_id = f"{rule_id}+{IN_WARNING}"
+        transient = (rule.transient if rule else False) or in_warning
+        if transient and text[:1] == "F" and _GLOG_FATAL_RE.match(text):
+            # a warning-like line logged at glog's FATAL severity: the process aborts right after it
+            transient, rule_id = False, f"{rule_id}+{GLOG_FATAL}"
         lines = [lineno]
         if rule is not None and rule.context is not None and rule.context in self.context:
             lines.insert(0, self.context[rule.context])
@@ -1267,7 +1275,7 @@ class TriageEngine:
             tier=rule.tier if rule else None,
             confidence=rule.confidence if rule else 0.9,
             lines=lines,
-            transient=(rule.transient if rule else False) or in_warning,
+            transient=transient,
             min_count=rule.min_count if rule else 1,
         )
         return self._add_finding(f, count)
