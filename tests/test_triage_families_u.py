@@ -93,3 +93,27 @@ def test_near_misses_of_the_round_u_families(tmp_path: Path) -> None:
     assert primary(tri_text(tmp_path, "INFO token id 151643 is the eos token\n"))[0] == "Incomplete"
     # whoami answered fine
     assert primary(tri_text(tmp_path, "INFO Request /api/whoami-v2 - 200 in 0.2s\n"))[0] == "Incomplete"
+
+
+def test_a_signature_mismatch_raised_inside_the_megatron_stack_is_bridge_import(tmp_path: Path) -> None:
+    # round w tuning: Megatron's MoE router calls a routing function patched for another Megatron version
+    res = tri_text(tmp_path, tuning_case("wd-verl-mcore-router-patched-routing-padding-mask-kwarg"))
+    assert primary(res) == ("Blocked", "bridge_import", "exc_signature_mismatch+bridge_stack_caller")
+    assert "config_error" in [a["class"] for a in res["alternatives"]]
+    # the same TypeError raised in the user's own code stays a configuration/signature problem
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 12, in <module>\n'
+        "    build(cfg, padding_mask=m)\n"
+        "TypeError: build() got an unexpected keyword argument 'padding_mask'\n"
+    )
+    assert primary(tri_text(tmp_path, text))[1] == "config_error"
+
+
+def test_xla_nccl_operations_with_nested_arguments_and_modelscope_missing_repos(tmp_path: Path) -> None:
+    assert primary(tri_text(tmp_path, tuning_case("wd-xla-nccl-group-recv-invalid-root-argument")))[:2] == (
+        "Fail",
+        "nccl",
+    )
+    res = tri_text(tmp_path, tuning_case("wb-vllm-ascend-modelscope-repo-not-exists"))
+    assert primary(res)[:2] == ("Blocked", "hf_offline_missing")

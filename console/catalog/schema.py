@@ -429,6 +429,7 @@ TriageException = TypedDict(
         "also": NotRequired[list[str]],  # other classes the same exception fits
         "after_frames": NotRequired[bool],  # a weak guess: the traceback's frame rules go first
         "library_caller": NotRequired[str],  # the class when an installed package made the failing call
+        "stack_caller": NotRequired[str],  # the class when the Megatron/Bridge/NeMo-RL stack made it
     },
 )
 TriageComponent = TypedDict(
@@ -456,6 +457,7 @@ class TriageImports(TypedDict):
     bridge_max_depth: NotRequired[int]
     venv_paths: NotRequired[str]
     installed_paths: NotRequired[str]
+    bridge_paths: NotRequired[str]
 
 
 class TriageLimitation(TypedDict):

@@ -93,6 +93,7 @@ _IPY_HEADER_RE = re.compile(
 IPY_HEADER = "type_in_ipython_header"  # rule id suffix of a finding read from that header
 IN_WARNING = "in_warning"  # rule id suffix of a finding in a Python warning's message
 LIBRARY_CALLER = "library_caller"  # rule id suffix: an installed package made the failing call
+STACK_CALLER = "bridge_stack_caller"  # rule id suffix: the Megatron / Bridge / NeMo-RL stack made it
 _MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
@@ -1003,7 +1004,13 @@ class TriageEngine:
     ) -> Finding:
         cls, verdict, rule_id, also = er.cls, er.verdict, er.id, list(er.also)
         installed = self.cat.imports.installed_path_re
-        if er.library_caller and frames and installed is not None and installed.search(frames[-1]):
+        stack = self.cat.imports.bridge_path_re
+        if er.stack_caller and frames and stack is not None and stack.search(frames[-1]):
+            # the failing call was made inside the Megatron / Bridge / NeMo-RL stack itself
+            also = [er.cls, *(c for c in also if c not in (er.cls, er.stack_caller))]
+            cls, rule_id = er.stack_caller, f"{er.id}+{STACK_CALLER}"
+            verdict = self.cat.classes[cls].verdict
+        elif er.library_caller and frames and installed is not None and installed.search(frames[-1]):
             # the failing call was made inside an installed package, not by the user's code
             also = [er.cls, *(c for c in also if c not in (er.cls, er.library_caller))]
             cls, rule_id = er.library_caller, f"{er.id}+{LIBRARY_CALLER}"

@@ -108,6 +108,9 @@ class ExceptionRule:
     # the class instead (``cls`` then becomes an alternative) when the deepest frame, the one that made
     # the failing call, is in an installed package: one package calling another at a version it lacks
     library_caller: str | None = None
+    # the class instead when that deepest frame is in the Megatron / Megatron-Bridge / NeMo-RL stack itself
+    # ([imports] bridge_paths): the stack's own API at another version than its caller (signature drift)
+    stack_caller: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ class ImportPolicy:
     bridge_max_depth: int
     venv_path_re: re.Pattern[str] | None
     installed_path_re: re.Pattern[str] | None = None  # a frame in an installed package (site-packages)
+    bridge_path_re: re.Pattern[str] | None = None  # a frame in the Megatron / Bridge / NeMo-RL stack
 
 
 @dataclass(frozen=True)
@@ -232,7 +236,9 @@ def _build(kind: type[T], entry: dict[str, Any], where: str, classes: dict[str, 
         elif isinstance(value, list):
             value = tuple(value)
         named = [value] if isinstance(value, str) else value
-        if f.name in ("cls", "upgrades", "also", "library_caller") and not set(named) <= set(classes):
+        if f.name in ("cls", "upgrades", "also", "library_caller", "stack_caller") and not set(named) <= set(
+            classes
+        ):
             raise CatalogError(f"{where}: unknown class in {key} {value!r}")
         if f.name == "verdict" and value not in VERDICTS:
             raise CatalogError(f"{where}: bad verdict {value!r}")
@@ -314,6 +320,9 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             if imp.get("installed_paths")
             else None
         ),
+        bridge_path_re=_compile(imp["bridge_paths"], "imports.bridge_paths")
+        if imp.get("bridge_paths")
+        else None,
     )
     return Catalog(
         classes=classes,
