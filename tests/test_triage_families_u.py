@@ -117,3 +117,15 @@ def test_xla_nccl_operations_with_nested_arguments_and_modelscope_missing_repos(
     )
     res = tri_text(tmp_path, tuning_case("wb-vllm-ascend-modelscope-repo-not-exists"))
     assert primary(res)[:2] == ("Blocked", "hf_offline_missing")
+
+
+def test_a_finished_log_that_ends_while_429s_are_retried_stopped_on_the_rate_limit(tmp_path: Path) -> None:
+    # round v tuning: the Hub download of a model stops while huggingface_hub backs off from 429s
+    res = tri_text(tmp_path, tuning_case("vd-immich-ml-clip-574-files-http-429-head"))
+    assert primary(res) == ("Blocked", "hf_rate_limit", "hf_429_retried+log_ends_retrying")
+    assert res["primary"]["confidence"] <= 0.45
+    # the same retries followed by the run going on are noise (the retry worked)
+    retry = "HTTP Error 429 thrown while requesting HEAD https://huggingface.co/x/resolve/main/config.json\n"
+    going_on = "".join(f"step {i}/100 loss 1.{i:02d}\n" for i in range(1, 12))
+    assert primary(tri_text(tmp_path, retry + going_on))[0] == "Incomplete"
+    assert primary(tri("hf_429_retried"))[0] == "Incomplete"

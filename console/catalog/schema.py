@@ -409,6 +409,7 @@ TriageRule = TypedDict(
         "tier": NotRequired[int],
         "confidence": NotRequired[float],
         "transient": NotRequired[bool],
+        "counts_at_end": NotRequired[bool],
         "frameworks": NotRequired[list[str]],
         "context": NotRequired[str],
         "min_count": NotRequired[int],

@@ -1283,6 +1283,7 @@ class TriageEngine:
             confidence=rule.confidence if rule else 0.9,
             lines=lines,
             transient=transient,
+            counts_at_end=bool(rule and rule.counts_at_end),
             min_count=rule.min_count if rule else 1,
         )
         return self._add_finding(f, count)

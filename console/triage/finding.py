@@ -26,6 +26,7 @@ class Finding:
     confidence: float = 0.9
     lines: list[int] = field(default_factory=list)
     transient: bool = False
+    counts_at_end: bool = False  # transient, but the cause when a finished log ends on it (a retry loop)
     min_count: int = 1
     also: list[str] = field(default_factory=list)  # other classes the same evidence fits
 

@@ -31,7 +31,11 @@ from typing import Protocol
 from console.triage.finding import Finding
 from console.triage.model import Alternative, Primary, TriageResult
 from console.triage.rules import Catalog
-from console.triage.stall import stall_finding
+from console.triage.stall import CUT_NOTE, stall_finding
+
+# a retried failure within this many lines of a finished log's end is what the log stopped on
+RETRY_TAIL_LINES = 5
+ENDS_RETRYING = "log_ends_retrying"  # rule id suffix of that finding
 
 
 class TriageEngine(Protocol):
@@ -110,7 +114,7 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
         # a finished log that stops inside a phase that never finished (console/catalog/stall.toml)
         stall = stall_finding(engine.tail, engine.source, ["unknown_error"] if died else [])
         # or one whose last grad-norm report turned NaN/Inf
-        last = stall or engine.trailing_metric_finding()
+        last = stall or engine.trailing_metric_finding() or _ends_retrying(engine, decisive)
         candidates = [last] if last is not None else []
         findings.extend(candidates)
     if not candidates and died and (exit_code not in (None, 0) or not completed):
@@ -140,6 +144,23 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     if primary is not None:
         out["alternatives"] = _alternatives(engine, primary, candidates)
     return out
+
+
+def _ends_retrying(engine: TriageEngine, decisive: list[Finding]) -> Finding | None:
+    """A finished log whose last lines are a retried failure that counts at the end (a client still backing
+    off from the Hub's 429s when the log stops): that failure, with less confidence, or None."""
+    tail = [
+        f
+        for f in decisive
+        if f.transient and f.counts_at_end and f.line >= engine.last_line - RETRY_TAIL_LINES
+    ]
+    if not tail:
+        return None
+    f = copy.copy(max(tail, key=lambda x: x.line))
+    f.transient, f.rule = False, f"{f.rule}+{ENDS_RETRYING}"
+    f.confidence = min(f.confidence, 0.45)
+    f.evidence = f"the log ends while this is retried ({CUT_NOTE}): {f.evidence}"[:400]
+    return f
 
 
 def _death_finding(

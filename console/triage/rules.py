@@ -88,6 +88,7 @@ class Rule:
     frameworks: tuple[str, ...] = ()
     tier: int | None = None
     transient: bool = False  # retried/benign on its own: counts only when the run then fails
+    counts_at_end: bool = False  # transient, but the cause when a finished log ends on it (still retrying)
     confidence: float = 0.9
     min_count: int = 1  # counts as a failure only once seen this many times (a repeated wait)
 
