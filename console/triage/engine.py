@@ -109,9 +109,12 @@ GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at
 _SYSTEM_PYTHON_RE = re.compile(r"(?:^|[\s:])/(?:usr/(?:local/)?)?bin/python[\d.]*: No module named ")
 # The prefix Ray puts on a line an actor or task printed: "(MegatronPolicyWorker pid=35477, ip=10.0.0.12)".
 _RAY_ACTOR_PREFIX_RE = re.compile(r"\(\w+ pid=\d+")
+# Exception types whose name carries none of the usual endings (huggingface_hub's OfflineModeIsEnabled).
+UNSUFFIXED_EXCEPTIONS = ("OfflineModeIsEnabled",)
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception"
-    r"|OfflineModeIsEnabled))"
+    + "".join(f"|{name}" for name in UNSUFFIXED_EXCEPTIONS)
+    + r"))"
     r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
 )
 # After a traceback's frames, Python prints the exception at column 0 whatever its type is named
@@ -167,8 +170,7 @@ REPEAT_LINES = 512  # repeated lines remembered (see TriageEngine._remember)
 REPEAT_MAX_LEN = 1024  # longer lines are not remembered
 # Words a line must hold for the exception-line regex (_EXC_RE) or the pytest frame form of _FRAME_RE to match:
 # with the literals, what line-skipping scanners look for (see TriageEngine.literal_roles).
-# (and huggingface_hub's OfflineModeIsEnabled, an exception whose name carries none of the others)
-EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure", "OfflineModeIsEnabled")
+EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Failure", *UNSUFFIXED_EXCEPTIONS)
 PYTEST_FRAME_LITERAL = ": in "
 _EXCEPTION_WORD_RE = re.compile("|".join(EXCEPTION_WORDS))  # any(w in text for w in EXCEPTION_WORDS), faster
 _EXCEPTION_WORD_SET = frozenset(EXCEPTION_WORDS)
@@ -215,6 +217,11 @@ class _Traceback:
     frame_indent: int = 0  # the last frame line's indentation: the source line it quotes sits deeper
     header_type: str | None = None  # IPython's header names the type: "OutOfMemoryError    Traceback (...)"
     header_text: str = ""
+
+
+def _indent_width(text: str) -> int:
+    """How many spaces/tabs ``text`` starts with."""
+    return len(text) - len(text.lstrip(" \t"))
 
 
 def _frames_with_sources(tb: _Traceback, last: int) -> str:
@@ -358,7 +365,7 @@ class TriageEngine:
             tb is not None
             and tb.frames
             and (
-                (body[:1] in (" ", "\t") and len(body) - len(body.lstrip(" \t")) > tb.frame_indent)
+                (body[:1] in (" ", "\t") and _indent_width(body) > tb.frame_indent)
                 or (body[:1] == "-" and _IPY_SOURCE_RE.match(body))
             )
             and not _FRAME_RE.match(body)
@@ -784,7 +791,7 @@ class TriageEngine:
             old = self._tbs.pop(prefix, None)
             if old is not None:
                 self._close(prefix, old, new)
-            tb = _Traceback(start=lineno, indent=stripped + body[: len(body) - len(body.lstrip(" \t"))])
+            tb = _Traceback(start=lineno, indent=stripped + body[: _indent_width(body)])
             head = _IPY_HEADER_RE.match(body)
             if head is not None:
                 tb.header_type, tb.header_text = head.group("type"), body.strip()
@@ -816,7 +823,7 @@ class TriageEngine:
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb
             tb.frames.append(body.strip())
-            tb.frame_indent = len(body) - len(body.lstrip(" \t"))
+            tb.frame_indent = _indent_width(body)
             tb.funcs.append(fm.group("func") or fm.groupdict().get("pfunc") or "")
             while len(tb.sources) < len(tb.frames) - 1:
                 tb.sources.append("")
@@ -962,22 +969,24 @@ class TriageEngine:
         if m is None:
             return None
         msg = (m.group("msg") or "").strip().rstrip(")").lstrip("frbFRB").strip("\"'")
-        f = self._exception_finding(m.group("type"), None, msg, line, tb.sources[-1], tb.frames, stage="all")
-        if f is None:
-            return None
-        f.rule, f.lines = f"{f.rule}+{RAISED}", lines
-        f.confidence = min(f.confidence, 0.5)
-        return f
+        return self._cut_traceback_guess(m.group("type"), msg, tb.sources[-1], tb, line, lines, RAISED)
 
     def _header_finding(self, tb: _Traceback, line: int, lines: list[int]) -> Finding | None:
         """An IPython traceback cut before its exception line: the type its header names, read as an
         exception line with no message (less confidence), or None when no entry knows the type."""
         if tb.header_type is None:
             return None
-        f = self._exception_finding(tb.header_type, None, "", line, tb.header_text, tb.frames, stage="all")
+        return self._cut_traceback_guess(tb.header_type, "", tb.header_text, tb, line, lines, IPY_HEADER)
+
+    def _cut_traceback_guess(
+        self, etype: str, msg: str, text: str, tb: _Traceback, line: int, lines: list[int], suffix: str
+    ) -> Finding | None:
+        """The finding an exception of ``etype`` would give, read from a traceback cut before its exception
+        line (rule id + ``suffix``, confidence at most 0.5), or None when no entry knows the type."""
+        f = self._exception_finding(etype, None, msg, line, text, tb.frames, stage="all")
         if f is None:
             return None
-        f.rule, f.lines = f"{f.rule}+{IPY_HEADER}", lines
+        f.rule, f.lines = f"{f.rule}+{suffix}", lines
         f.confidence = min(f.confidence, 0.5)
         return f
 
@@ -1003,18 +1012,19 @@ class TriageEngine:
         self, er: ExceptionRule, lineno: int, text: str, frames: list[str] | None = None
     ) -> Finding:
         cls, verdict, rule_id, also = er.cls, er.verdict, er.id, list(er.also)
-        installed = self.cat.imports.installed_path_re
-        stack = self.cat.imports.bridge_path_re
-        if er.stack_caller and frames and stack is not None and stack.search(frames[-1]):
-            # the failing call was made inside the Megatron / Bridge / NeMo-RL stack itself
-            also = [er.cls, *(c for c in also if c not in (er.cls, er.stack_caller))]
-            cls, rule_id = er.stack_caller, f"{er.id}+{STACK_CALLER}"
-            verdict = self.cat.classes[cls].verdict
-        elif er.library_caller and frames and installed is not None and installed.search(frames[-1]):
-            # the failing call was made inside an installed package, not by the user's code
-            also = [er.cls, *(c for c in also if c not in (er.cls, er.library_caller))]
-            cls, rule_id = er.library_caller, f"{er.id}+{LIBRARY_CALLER}"
-            verdict = self.cat.classes[cls].verdict
+        # the deepest frame, the one that made the failing call: inside the Megatron / Bridge / NeMo-RL stack
+        # itself, else inside an installed package (not the user's code), its class names the cause instead
+        imp = self.cat.imports
+        callers = (
+            (er.stack_caller, imp.bridge_path_re, STACK_CALLER),
+            (er.library_caller, imp.installed_path_re, LIBRARY_CALLER),
+        )
+        for caller, path_re, suffix in callers:
+            if caller and frames and path_re is not None and path_re.search(frames[-1]):
+                also = [er.cls, *(c for c in also if c not in (er.cls, caller))]
+                cls, rule_id = caller, f"{er.id}+{suffix}"
+                verdict = self.cat.classes[cls].verdict
+                break
         info = self.cat.classes[cls]
         return Finding(
             cls,
