@@ -43,6 +43,26 @@ def test_catalog_rejects_bad_data() -> None:
         parse_catalog(data)
 
 
+def test_stack_module_token_reads_the_import_policy() -> None:
+    """``{bridge_modules}`` in a pattern is the [imports] list: adding a module there reaches the
+    patterns too, and a catalog with the token but without the list is refused."""
+    import tomllib
+
+    data = tomllib.loads(CATALOG.read_text())
+    cat = parse_catalog(data)
+    rule = next(r for r in cat.rules if r.id == "import_name_from_bridge_stack")
+    assert rule.regex.search("ImportError: cannot import name 'X' from 'megatron.core.utils'")
+    assert not rule.regex.search("ImportError: cannot import name 'X' from 'newstack.core'")
+    data["imports"]["bridge_modules"] = [*data["imports"]["bridge_modules"], "newstack"]
+    rule = next(r for r in parse_catalog(data).rules if r.id == "import_name_from_bridge_stack")
+    assert rule.regex.search("ImportError: cannot import name 'X' from 'newstack.core'")
+    exc = next(e for e in parse_catalog(data).exceptions if e.id == "exc_bridge_stack_attribute")
+    assert exc.message_re is not None and exc.message_re.search("module 'newstack.mpu' has no attribute 'x'")
+    del data["imports"]["bridge_modules"]
+    with pytest.raises(CatalogError, match="bridge_modules"):
+        parse_catalog(data)
+
+
 def test_exact_remedies() -> None:
     cat = default_catalog()
     assert cat.classes["rocr_visible_devices"].remedy["unset"] == ["ROCR_VISIBLE_DEVICES"]

@@ -247,7 +247,37 @@ def _build(kind: type[T], entry: dict[str, Any], where: str, classes: dict[str, 
     return kind(**built)
 
 
+MODULES_TOKEN = "{bridge_modules}"
+_PATTERN_SECTIONS = ("rule", "exception", "frame_rule", "marker", "component")
+
+
+def _expand_module_token(data: dict[str, Any]) -> dict[str, Any]:
+    """Patterns may name the Megatron/Bridge/NeMo-RL stack as ``{bridge_modules}``: it reads
+    ``[imports] bridge_modules`` (one list for the import decision and for every pattern)."""
+    mods = (data.get("imports") or {}).get("bridge_modules") or ()
+    alternation = "(?:" + "|".join(re.escape(str(m)) for m in mods) + ")"
+    out = dict(data)
+    for section in _PATTERN_SECTIONS:
+        entries = data.get(section) or []
+        expanded = []
+        for entry in entries:
+            if any(isinstance(v, str) and MODULES_TOKEN in v for v in entry.values()):
+                if not mods:
+                    raise CatalogError(
+                        f"{section} {entry.get('id', '?')}: {MODULES_TOKEN} needs [imports] bridge_modules"
+                    )
+                entry = {
+                    k: v.replace(MODULES_TOKEN, alternation) if isinstance(v, str) else v
+                    for k, v in entry.items()
+                }
+            expanded.append(entry)
+        if entries:
+            out[section] = expanded
+    return out
+
+
 def parse_catalog(data: dict[str, Any]) -> Catalog:
+    data = _expand_module_token(data)
     classes: dict[str, ClassInfo] = {}
     for cid, c in (data.get("classes") or {}).items():
         where = f"classes.{cid}"
