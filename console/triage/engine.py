@@ -82,6 +82,8 @@ _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
 _INLINE_FRAME_RE = re.compile(
     r'(?<= )File "[^"]+", line \d+, in (?P<func>[\w<>.]+)'
 )  # frames in a flattened line
+# where a flattened traceback's exception line starts (a dotted type ending like an exception's)
+_INLINE_EXC_START_RE = re.compile(r"\s(?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b)")
 # a cut traceback's last frame that raises: "raise EntryNotFoundError(", "raise OSError(f'No such file: {p}')"
 _RAISE_RE = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?:\((?P<msg>.*))?$")
 RAISED = "raised_in_cut_traceback"  # rule id suffix of a finding read from that raise statement
@@ -106,7 +108,13 @@ _BLOCKING_RE = re.compile(
 _GLOG_FATAL_RE = re.compile(r"^F(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx):\d+\] ")
 GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
 # `python -m X` run by the system interpreter, naming itself: "/usr/bin/python3: No module named X".
-_SYSTEM_PYTHON_RE = re.compile(r"(?:^|[\s:])/(?:usr/(?:local/)?)?bin/python[\d.]*: No module named ")
+_SYSTEM_PYTHON_RE = re.compile(
+    r"(?:^|[\s:])/(?:usr/(?:local/)?)?bin/python[\d.]*: (?:No module named |Error while finding module specification)"
+)
+# A frame of an installed package's own code ("site-packages/ts/model_service_worker.py"): group "pkg".
+_INSTALLED_PACKAGE_FRAME_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>\w+)[/\\]")
+# mpirun --tag-output's tag again inside a line: one rank's write split by another's ("Error[1,19]<stderr>:: ...")
+_MPI_TAG_RE = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 # The prefix Ray puts on a line an actor or task printed: "(MegatronPolicyWorker pid=35477, ip=10.0.0.12)".
 _RAY_ACTOR_PREFIX_RE = re.compile(r"\(\w+ pid=\d+")
 # Exception types whose name carries none of the usual endings (huggingface_hub's OfflineModeIsEnabled).
@@ -193,6 +201,11 @@ def split_prefix(text: str) -> tuple[str, str]:
         text = text[m.end() :]
         m = _PREFIX_RE.match(text)
     return " ".join(parts), text
+
+
+def drop_inner_mpi_tags(text: str) -> str:
+    """The line without mpirun tags after its first character (a rank's write split by another's)."""
+    return text[:1] + _MPI_TAG_RE.sub("", text[1:])
 
 
 def evidence_text(text: str) -> str:
@@ -309,6 +322,8 @@ class TriageEngine:
     def feed(self, lineno: int, text: str) -> list[FindingRecord]:
         if "\x1b" in text or "\r" in text:
             text = clean_line(text)
+        if "]<std" in text:
+            text = drop_inner_mpi_tags(text)
         if lineno > self.last_line:
             self.last_line = lineno
         if self._detect and lineno > DETECT_LINES:
@@ -845,13 +860,17 @@ class TriageEngine:
         into a single line ("Traceback (most recent call last): File "a.py", line 3, in f x() File ...")."""
         if ' File "' not in body:
             return False
-        found = False
-        for m in _INLINE_FRAME_RE.finditer(body):
+        matches = list(_INLINE_FRAME_RE.finditer(body))
+        for i, m in enumerate(matches):
             tb.frames.append(m.group(0))
             tb.funcs.append(m.group("func"))
-            tb.sources.append("")
-            found = True
-        return found
+            # the source line Python quoted under the frame: the text up to the next frame (the last
+            # frame's, up to the exception's type)
+            source = body[m.end() : matches[i + 1].start() if i + 1 < len(matches) else len(body)]
+            if i + 1 == len(matches):
+                source = _INLINE_EXC_START_RE.split(source, maxsplit=1)[0]
+            tb.sources.append(source.strip())
+        return bool(matches)
 
     def _exception_line(
         self, prefix: str, tb: _Traceback, exc: re.Match[str], lineno: int, body: str, new: list[Finding]
@@ -969,7 +988,24 @@ class TriageEngine:
         if m is None:
             return None
         msg = (m.group("msg") or "").strip().rstrip(")").lstrip("frbFRB").strip("\"'")
-        return self._cut_traceback_guess(m.group("type"), msg, tb.sources[-1], tb, line, lines, RAISED)
+        f = self._cut_traceback_guess(m.group("type"), msg, tb.sources[-1], tb, line, lines, RAISED)
+        if f is not None or not msg:
+            return f
+        # no entry knows the type: the message as its exception line would print it, read by the line rules
+        exc_line = f"{m.group('type')}: {msg}"
+        rule = self._match_rule(exc_line, self._present(exc_line))
+        if rule is None or rule.soft or rule.transient or rule.verdict not in ("Fail", "Blocked"):
+            return None
+        return Finding(
+            rule.cls,
+            rule.verdict,
+            line,
+            evidence_text(tb.sources[-1]),
+            f"{rule.id}+{RAISED}",
+            file=self.source,
+            confidence=min(rule.confidence, 0.5),
+            lines=lines,
+        )
 
     def _header_finding(self, tb: _Traceback, line: int, lines: list[int]) -> Finding | None:
         """An IPython traceback cut before its exception line: the type its header names, read as an
@@ -1084,6 +1120,18 @@ class TriageEngine:
             # environment the package is installed in (sudo, pdsh/ssh to another host, an env not activated)
             cls, rid, conf = "container_venv_mismatch", "import_system_interpreter", 0.55
             also = ["bridge_import" if is_bridge else "missing_dependency"]
+        elif (
+            mod
+            and "." not in mod
+            and any(
+                (m2 := _INSTALLED_PACKAGE_FRAME_RE.search(fr)) is not None and m2.group("pkg") == mod
+                for fr in frames
+            )
+        ):
+            # the package's own installed code is running, yet its name does not import: the interpreter
+            # running it is not the one the package is installed for (another env's site-packages on the path)
+            cls, rid, conf = "container_venv_mismatch", "import_own_package", 0.6
+            also = ["missing_dependency"]
         elif in_worker and not is_bridge:
             # the driver got this far, a Ray worker cannot import: the worker's interpreter/env differs
             cls, rid, conf = "container_venv_mismatch", "import_in_ray_worker", 0.6

@@ -1,11 +1,12 @@
 """Metric anomalies read from log lines: a NaN/Inf grad norm over consecutive steps, an exploding
-grad norm (against its own history, or beyond EXPLODE_ABSOLUTE from the first reports), a reward collapse.
+grad norm (against its own history, or beyond EXPLODE_ABSOLUTE from the first reports), a reward collapse,
+a KL divergence that blows up (beyond KL_ABSOLUTE, or KL_RATIO times its own median).
 
 A NaN/Inf *loss* is already decisive on one line (a catalog rule). A single non-finite grad norm is
 not: fp16 loss scaling skips such steps routinely, so it takes two consecutive reports.
 Values are read from ``key: value`` / ``key=value`` pairs (verl ``actor/grad_norm:np.float64(nan)``,
 Megatron ``grad norm: 1.23``, NeMo-RL ``Grad norm: 0.5``, tqdm ``reward=0.4``, the HF Trainer's dict
-``{'grad_norm': nan}``).
+``{'grad_norm': nan}``), numbers also with thousands separators (``kl_divergence_mean: 1,568,987.96``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,25 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
-LITERALS = ("grad_norm", "grad norm", "Grad norm", "grad-norm", "gradient norm", "reward", "Reward")
+LITERALS = (
+    "grad_norm",
+    "grad norm",
+    "Grad norm",
+    "grad-norm",
+    "gradient norm",
+    "reward",
+    "Reward",
+    "kl_",
+    "_kl",
+    "/kl",
+    "kl:",
+    "kl=",
+    "KL",
+)
 
 _PAIR = re.compile(
     r"(?P<key>[A-Za-z][\w/@.\-]*(?: [a-z][\w/@.\-]*){0,2})['\"]?\s*(?::|=)\s*"
-    r"(?:np\.float\d+\(|tensor\()?(?P<val>[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))(?![\w.])",
+    r"(?:np\.float\d+\(|tensor\()?(?P<val>[-+]?(?:nan|inf(?:inity)?|\d+(?:,\d+)*(?:\.\d*)?(?:[eE][-+]?\d+)?))(?![\w.])",
     re.IGNORECASE,
 )
 _STEP = re.compile(r"(?:\bstep[:= ]\s*|\biteration\s+|global_step[:=]\s*)(\d+)", re.IGNORECASE)
@@ -44,11 +59,20 @@ COLLAPSE_PEAK = 0.2  # a reward whose median over the earlier reports had reache
 COLLAPSE_FRACTION = 0.05  # ...and then stays at or below this fraction of that median...
 COLLAPSE_WINDOW = 16  # earlier reports whose median is the level (a single lucky batch is not one)
 COLLAPSE_STEPS = 5  # ...for this many consecutive reports
+KL_ABSOLUTE = 1e3  # a mean KL (policy vs reference/old policy) this large: the policy left the reference
+KL_RATIO = 100.0  # or this many times the median of its earlier reports...
+KL_MIN = 1.0  # ...and at least this large (healthy KL estimates stay well below 1)
+KL_WINDOW = 16  # earlier KL reports whose median is the level
+# a key naming a KL that is not the divergence itself (its coefficient, target, controller) or an extreme of it
+_KL_NOT = frozenset(
+    ("coef", "coeff", "ctl", "target", "beta", "weight", "horizon", "max", "min", "std", "clip")
+)
+_KEY_SPLIT = re.compile(r"[/_.@\-\s]+")
 
 
 @dataclass
 class Anomaly:
-    kind: str  # "grad_norm_nonfinite" | "grad_norm_exploding" | "reward_collapse"
+    kind: str  # "grad_norm_nonfinite" | "grad_norm_exploding" | "reward_collapse" | "kl_exploding"
     line: int
     lines: list[int]
     step: int | None
@@ -75,6 +99,12 @@ def _kind(key: str) -> str | None:
         x in k for x in ("std", "min", "max", "model", "fn", "manager")
     ):
         return "reward"
+    if "kl" in k:
+        parts = set(_KEY_SPLIT.split(k))
+        if (
+            "kl" in parts or "kl divergence" in k or any(p.startswith("kl") and "div" in p for p in parts)
+        ) and not (parts & _KL_NOT):
+            return "kl"
     return None
 
 
@@ -116,6 +146,7 @@ def _shape_of(body: str, read: list[tuple[str, tuple[int, int]]]) -> _Shape | No
     return _Shape(re.compile("".join(parts)), group[m.span(1)] if m else 0, plan)
 
 
+KINDS = 3  # grad_norm, reward, kl
 MEDIAN_WINDOW = 64  # earlier grad norms kept for the median (constant cost per line)
 
 
@@ -127,6 +158,7 @@ class MetricWatch:
     grad_before: deque[float] = field(default_factory=lambda: deque(maxlen=MEDIAN_WINDOW))
     reward: deque[tuple[int, int | None, float]] = field(default_factory=lambda: deque(maxlen=COLLAPSE_STEPS))
     reward_before: deque[float] = field(default_factory=lambda: deque(maxlen=COLLAPSE_WINDOW))
+    kl_before: deque[float] = field(default_factory=lambda: deque(maxlen=KL_WINDOW))
     found: set[str] = field(default_factory=set)
     shapes: list[_Shape] = field(default_factory=list)
     learn: bool = True  # False: _PAIR on every line (the reference the shapes are tested against)
@@ -152,11 +184,11 @@ class MetricWatch:
         read: list[tuple[str, tuple[int, int]]] = []
         for m in _PAIR.finditer(body):
             kind = _kind(m.group("key"))
-            if kind is None or (out and out[0][0] == kind):
+            if kind is None or any(k == kind for k, _ in out):
                 continue
             out.append((kind, m.group("val")))
             read.append((kind, m.span("val")))
-            if len(out) == 2:  # both kinds read: later pairs would be skipped (saves scanning the rest)
+            if len(out) == KINDS:  # every kind read: later pairs would be skipped (saves scanning the rest)
                 break
         if learn:
             self._learn(body, read)
@@ -181,10 +213,12 @@ class MetricWatch:
         out: list[Anomaly] = []
         for kind, text in pairs:
             try:
-                value = float(text)
+                value = float(text.replace(",", ""))
             except ValueError:
                 continue
-            if kind == "grad_norm":
+            if kind == "kl":
+                a = self._check_kl(lineno, step, value)
+            elif kind == "grad_norm":
                 if len(self.grad) == 2 and math.isfinite(self.grad[0][2]):
                     self.grad_before.append(self.grad[0][2])
                 self.grad.append((lineno, step, value))
@@ -244,6 +278,22 @@ class MetricWatch:
                     "grad_norm_exploding", f"grad norm {g0[2]:g}, {g1[2]:g} vs a median of {base:g} before"
                 )
         return None
+
+    def _check_kl(self, lineno: int, step: int | None, value: float) -> Anomaly | None:
+        """One KL report far beyond any healthy scale, or KL_RATIO times the median of the earlier ones."""
+        before = self.kl_before
+        if not math.isfinite(value):
+            return None  # a NaN/Inf KL is the catalog's rule (nan_inf_metric)
+        found = None
+        if value >= KL_ABSOLUTE:
+            found = f"KL {value:g}, beyond any healthy scale"
+        elif value >= KL_MIN and len(before) >= 3:
+            prev = sorted(before)
+            base = prev[len(prev) // 2]
+            if base > 0 and value >= KL_RATIO * base:
+                found = f"KL {value:g} vs a median of {base:g} before"
+        before.append(value)
+        return Anomaly("kl_exploding", lineno, [lineno], step, found) if found else None
 
     def _check_reward(self) -> Anomaly | None:
         if len(self.reward_before) < 3 or len(self.reward) < COLLAPSE_STEPS:
