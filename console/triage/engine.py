@@ -106,13 +106,20 @@ _BLOCKING_RE = re.compile(
 # glog's FATAL severity (the ROCm runtime, Ray's C++ core, XLA): "F agent.cpp:245] ...", "F0918 11:04:47.636 1579
 # agent.cpp:245] ..."; glog aborts the process right after such a line.
 _GLOG_FATAL_RE = re.compile(r"^F(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx):\d+\] ")
+EXIT_CODE = "fatal_exit_code"  # the fatal marker of a process's non-zero exit code
 GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
 # `python -m X` run by the system interpreter, naming itself: "/usr/bin/python3: No module named X".
 _SYSTEM_PYTHON_RE = re.compile(
-    r"(?:^|[\s:])/(?:usr/(?:local/)?)?bin/python[\d.]*: (?:No module named |Error while finding module specification)"
+    r"(?:(?:^|[\s:])/(?:usr/(?:local/)?)?bin/python[\d.]*"  # a POSIX system interpreter
+    # a Windows global install (not a venv's Scripts, a conda env or an app's embedded interpreter)
+    r"|(?:^|\s)(?![A-Za-z]:\\[^:]*(?:venv|\\envs\\|conda|embed|\\Scripts\\))[A-Za-z]:\\(?:[^\\:]+\\){0,6}"
+    r"python(?:\d[\d.]*)?\.exe)"
+    r": (?:No module named |Error while finding module specification)"
 )
 # A frame of an installed package's own code ("site-packages/ts/model_service_worker.py"): group "pkg".
 _INSTALLED_PACKAGE_FRAME_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>\w+)[/\\]")
+# pytest's marker of the error lines of a failed test ("E   AttributeError: ..."): the line after it is read
+_PYTEST_ERROR_RE = re.compile(r"E {3,}(?=\S)")
 # mpirun --tag-output's tag again inside a line: one rank's write split by another's ("Error[1,19]<stderr>:: ...")
 _MPI_TAG_RE = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 # The prefix Ray puts on a line an actor or task printed: "(MegatronPolicyWorker pid=35477, ip=10.0.0.12)".
@@ -360,6 +367,8 @@ class TriageEngine:
             and PYTEST_FRAME_LITERAL not in text
         )
         prefix, body = split_prefix(text)
+        if body.startswith("E   ") and (pytest_e := _PYTEST_ERROR_RE.match(body)) is not None:
+            body = body[pytest_e.end() :]  # pytest's error marker
         tb = self._tbs.get(prefix)
         stripped = ""
         if tb is not None and tb.indent and body.startswith(tb.indent):
@@ -390,6 +399,8 @@ class TriageEngine:
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
+        if rule is not None and self.fatal and self.fatal[-1][0] == lineno:
+            self._drop_benign_fatal(rule)
         if repeatable and not in_warning:
             self._remember(text, present, rule, prefix if warning_head else None)
         handled = rule is not None
@@ -753,6 +764,13 @@ class TriageEngine:
             if rule.regex.search(body):
                 return rule
         return None
+
+    def _drop_benign_fatal(self, rule: Rule) -> None:
+        """The fatal marker of the line ``rule`` just named, when that line is no death of its own: shutdown
+        noise with an exit code ("died, exit code: -15"), or a line the library retries ("failed to allocate
+        ... CUDA_ERROR_OUT_OF_MEMORY", then a smaller size)."""
+        if (rule.cls == NOISE_CLASS and self.fatal[-1][1] == EXIT_CODE) or rule.transient:
+            self.fatal.pop()
 
     def _markers(self, body: str, lineno: int, present: set[str]) -> None:
         idx: Sequence[int]
