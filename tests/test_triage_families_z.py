@@ -82,3 +82,24 @@ def test_near_misses_of_the_round_z_families(tmp_path: Path) -> None:
     # execve failing on a non-Python command is not an environment mismatch
     text = "slurmstepd: error: execve(): mkdir: No such file or directory\nsrun: error: n1: task 0: Exited with exit code 2\n"
     assert primary(tri_text(tmp_path, text))[1] != "container_venv_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("case", "verdict", "cls"),
+    [
+        # round aa (tuning): PaddlePaddle's OOM wording, Ray's node start timing out
+        ("aaa-paddleocr-gunicorn-workers-gpu0-oom", "Fail", "cuda_oom"),
+        ("aab-ray-raylet-dashboard-agent-portfile-timeout", "Blocked", "ray_cluster"),
+    ],
+)
+def test_round_aa_families_on_tuning_cases(tmp_path: Path, case: str, verdict: str, cls: str) -> None:
+    assert primary(tri_text(tmp_path, tuning_case(case)))[:2] == (verdict, cls)
+
+
+def test_near_misses_of_the_round_aa_families(tmp_path: Path) -> None:
+    # the kernel's OOM killer is host memory, not the GPU
+    text = "Out of memory: Killed process 12345 (python) total-vm:1234kB\n"
+    assert primary(tri_text(tmp_path, text))[1] != "cuda_oom"
+    # a Megatron module missing in a Ray actor stays the stack (bridge_import) when it is shallow
+    text = "(MegatronPolicyWorker pid=7) ModuleNotFoundError: No module named 'megatron.bridge'\n"
+    assert primary(tri_text(tmp_path, text))[1] == "bridge_import"
