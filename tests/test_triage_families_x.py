@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.triage_helpers import primary, tri, tri_text, tuning_case
+from tests.triage_helpers import assert_primary, primary, tri, tri_text, tuning_case
 
 
 @pytest.mark.parametrize(
@@ -59,10 +59,7 @@ def test_round_x_families_on_real_fixtures(name: str, verdict: str, cls: str, ru
 def test_round_x_families_on_tuning_cases(
     tmp_path: Path, case: str, verdict: str, cls: str, rule: str | None
 ) -> None:
-    got = primary(tri_text(tmp_path, tuning_case(case)))
-    assert got[:2] == (verdict, cls), got
-    if rule is not None:
-        assert got[2] == rule
+    assert_primary(tri_text(tmp_path, tuning_case(case)), verdict, cls, rule)
 
 
 def test_the_wrong_interpreter_for_an_installed_package_or_a_module_run(tmp_path: Path) -> None:

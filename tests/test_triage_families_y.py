@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from console.triage.metricwatch import MetricWatch
-from tests.triage_helpers import primary, tri_text, tuning_case
+from tests.triage_helpers import assert_primary, primary, tri_text, tuning_case
 
 
 @pytest.mark.parametrize(
@@ -43,10 +43,7 @@ from tests.triage_helpers import primary, tri_text, tuning_case
 def test_round_y_families_on_tuning_cases(
     tmp_path: Path, case: str, verdict: str, cls: str, rule: str | None
 ) -> None:
-    got = primary(tri_text(tmp_path, tuning_case(case)))
-    assert got[:2] == (verdict, cls), got
-    if rule is not None:
-        assert got[2] == rule
+    assert_primary(tri_text(tmp_path, tuning_case(case)), verdict, cls, rule)
 
 
 def _kl_anomalies(lines: list[str]) -> list[str]:

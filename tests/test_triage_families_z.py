@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.triage_helpers import primary, tri, tri_text, tuning_case
+from tests.triage_helpers import assert_primary, primary, tri, tri_text, tuning_case
 
 
 @pytest.mark.parametrize(
@@ -34,10 +34,7 @@ from tests.triage_helpers import primary, tri, tri_text, tuning_case
 def test_round_z_families_on_real_fixtures(
     name: str, verdict: str, cls: str | None, rule: str | None
 ) -> None:
-    got = primary(tri(name))
-    assert got[:2] == (verdict, cls), got
-    if rule is not None:
-        assert got[2] == rule
+    assert_primary(tri(name), verdict, cls, rule)
 
 
 @pytest.mark.parametrize(

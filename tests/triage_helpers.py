@@ -27,6 +27,14 @@ def primary(res: dict) -> tuple[str, str | None, str | None]:
     return res["verdict"], p.get("class"), p.get("rule")
 
 
+def assert_primary(res: dict, verdict: str, cls: str | None, rule: str | None = None) -> None:
+    """The primary finding has this verdict and class (and this rule id, when one is given)."""
+    got = primary(res)
+    assert got[:2] == (verdict, cls), got
+    if rule is not None:
+        assert got[2] == rule, got
+
+
 def tuning_case(case_id: str) -> str:
     """The log excerpt of a tuning-split case of ``tests/corpus/*.jsonl`` (never a held-out one)."""
     import json
