@@ -399,8 +399,8 @@ class TriageEngine:
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
-        if rule is not None and self.fatal and self.fatal[-1][0] == lineno:
-            self._drop_benign_fatal(rule)
+        if rule is not None:
+            self._drop_benign_fatal(rule, lineno)
         if repeatable and not in_warning:
             self._remember(text, present, rule, prefix if warning_head else None)
         handled = rule is not None
@@ -765,10 +765,12 @@ class TriageEngine:
                 return rule
         return None
 
-    def _drop_benign_fatal(self, rule: Rule) -> None:
-        """The fatal marker of the line ``rule`` just named, when that line is no death of its own: shutdown
-        noise with an exit code ("died, exit code: -15"), or a line the library retries ("failed to allocate
-        ... CUDA_ERROR_OUT_OF_MEMORY", then a smaller size)."""
+    def _drop_benign_fatal(self, rule: Rule, lineno: int) -> None:
+        """Forget the fatal marker of line ``lineno`` (which ``rule`` just named) when that line is no death of
+        its own: shutdown noise with an exit code ("died, exit code: -15"), or a line the library retries
+        ("failed to allocate ... CUDA_ERROR_OUT_OF_MEMORY", then a smaller size)."""
+        if not self.fatal or self.fatal[-1][0] != lineno:
+            return
         if (rule.cls == NOISE_CLASS and self.fatal[-1][1] == EXIT_CODE) or rule.transient:
             self.fatal.pop()
 
@@ -1012,7 +1014,7 @@ class TriageEngine:
         # no entry knows the type: the message as its exception line would print it, read by the line rules
         exc_line = f"{m.group('type')}: {msg}"
         rule = self._match_rule(exc_line, self._present(exc_line))
-        if rule is None or rule.soft or rule.transient or rule.verdict not in ("Fail", "Blocked"):
+        if rule is None or rule.soft or rule.transient or rule.verdict not in rootcause.FAILING:
             return None
         return Finding(
             rule.cls,
@@ -1154,7 +1156,7 @@ class TriageEngine:
             # the driver got this far, a Ray worker cannot import: the worker's interpreter/env differs
             cls, rid, conf = "container_venv_mismatch", "import_in_ray_worker", 0.6
             also = ["missing_dependency"]
-        elif mod and any(mod == b or mod.startswith(b + ".") for b in pol.bridge_modules):
+        elif is_bridge:
             if mod.count(".") + 1 <= pol.bridge_max_depth:
                 cls, rid, conf = "bridge_import", "import_bridge_stack", 0.85
             elif in_worker or in_actor:  # the stack is there in the worker's env, at another version
