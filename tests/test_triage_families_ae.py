@@ -70,3 +70,22 @@ def test_a_quoted_command_line_is_no_entry_point(tmp_path: Path) -> None:
     # missing from the environment's PATH
     got = primary(tri_text(tmp_path, tuning_case("o-config-ray-job-submit-quoted-entrypoint")))
     assert got[1] != "container_venv_mismatch", got
+
+
+def test_colab_linked_frames_and_the_ipython_arrow_line(tmp_path: Path) -> None:
+    # Colab's frames, "[/usr/.../migration.py](https://localhost:8080/#) in f(checkpoint)", are frames; the
+    # deepest one's running line (the arrow) reads a key of the loaded checkpoint
+    got = primary(tri_text(tmp_path, tuning_case("aad-lightning-migration-global-step-colab")))
+    assert got[:2] == ("Fail", "checkpoint_failure"), got
+    # the arrow line, not the context printed above it, is the frame's source: a context line that reads the
+    # checkpoint does not make a KeyError raised elsewhere a checkpoint failure
+    text = (
+        "KeyError                                  Traceback (most recent call last)\n"
+        "[/content/train.py](https://localhost:8080/#) in build(cfg)\n"
+        "     40     state = ckpt['model']\n"
+        "---> 41     width = cfg['width']\n"
+        "     42     return Model(width)\n"
+        "\n"
+        "KeyError: 'width'\n"
+    )
+    assert primary(tri_text(tmp_path, text))[1] != "checkpoint_failure"

@@ -72,10 +72,12 @@ _FRAME_RE = re.compile(
     r"|(?P<ppath>[\w./-]+\.py):\d+: in (?P<pfunc>[\w<>.]+)$)"
 )  # python / pytest frames
 # IPython / Jupyter frames, read only inside an open traceback (its header line opened it): "File
-# /x/y.py:12, in f(a)" (IPython 8), "~/x/y.py in f(a)" (IPython 7), the cell's own frame; and the
-# numbered source lines they quote, "----> 3 call()" / "--> 905     return x" (the others are indented).
+# /x/y.py:12, in f(a)" (IPython 8), "~/x/y.py in f(a)" (IPython 7), Colab's linked form of it
+# "[/usr/lib/x/y.py](https://localhost:8080/#) in f(a)", the cell's own frame; and the numbered source lines
+# they quote, "----> 3 call()" / "--> 905     return x" (the others, the context, are indented).
 _IPY_FRAME_RE = re.compile(
     r"^(?:File (?P<path>[~/.\w][^,]*?\.py\w?):\d+, in |[~/][^ ]*\.(?:py|pyx|pxi) in |<ipython-input-[\w-]+> in "
+    r"|\[[~/][^\]]*\.(?:py|pyx|pxi)\]\([^)]*\) in "
     r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in )(?P<func>[\w<>.]+)?"
 )
 _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
@@ -396,6 +398,10 @@ class TriageEngine:
         ):
             if len(tb.sources) < len(tb.frames):
                 tb.sources.append(body.strip())
+            elif body[:1] == "-" and len(tb.sources) == len(tb.frames):
+                tb.sources[-1] = (
+                    body.strip()
+                )  # IPython's arrow marks the frame's running line, not its context
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))
