@@ -35,6 +35,12 @@ def assert_primary(res: dict, verdict: str, cls: str | None, rule: str | None = 
         assert got[2] == rule, got
 
 
+def assert_no_finding(res: dict) -> None:
+    """No primary finding, and a verdict that blames nothing (a near miss of a rule must not fire)."""
+    verdict, cls, _ = primary(res)
+    assert cls is None and verdict in ("Incomplete", "Pass"), (verdict, cls)
+
+
 def tuning_case(case_id: str) -> str:
     """The log excerpt of a tuning-split case of ``tests/corpus/*.jsonl`` (never a held-out one)."""
     import json
