@@ -187,8 +187,14 @@ def test_triage_with_advice(snap_compare: Any, runs: Path, oom_log: Path, size: 
     async def before(pilot: Any) -> None:
         await workers_done(pilot, "triage")
         assert pilot.app.screen.result is not None
-        for _ in range(200):  # the index worker follows the file on: it never ends, its scan does
+        for _ in range(400):  # the index worker follows the file on: it never ends, its scan does
             if pilot.app.screen.query_one("#triage-log").index.scan_done:
+                break
+            await pilot.pause(0.05)
+        # the log bar is redrawn on an interval: wait for the one that shows the finished index (a loaded
+        # machine can take the snapshot between the scan's end and that redraw)
+        for _ in range(400):
+            if "indexing" not in str(pilot.app.screen.query_one("#triage-logbar").render()):
                 break
             await pilot.pause(0.05)
         await pilot.press("enter")
