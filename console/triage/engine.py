@@ -398,10 +398,8 @@ class TriageEngine:
         ):
             if len(tb.sources) < len(tb.frames):
                 tb.sources.append(body.strip())
-            elif body[:1] == "-" and len(tb.sources) == len(tb.frames):
-                tb.sources[-1] = (
-                    body.strip()
-                )  # IPython's arrow marks the frame's running line, not its context
+            elif body[:1] == "-":  # IPython's arrow marks the frame's running line, not its context
+                tb.sources[-1] = body.strip()
             return [f.to_dict() for f in new]  # a source line quoted by a traceback, not output
         self._markers(body, lineno, present)
         rule = self._match_rule(body, present, noise_only=bool(tb and tb.noise))

@@ -114,8 +114,7 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
         # a finished log that stops inside a phase that never finished (console/catalog/stall.toml)
         stall = stall_finding(engine.tail, engine.source, ["unknown_error"] if died else [])
         # or one whose last grad-norm report turned NaN/Inf
-        retried = [f for f in findings if f.verdict in DECISIVE and f.counts_at_end]
-        last = stall or engine.trailing_metric_finding() or _ends_retrying(engine, retried)
+        last = stall or engine.trailing_metric_finding() or _ends_retrying(engine, findings)
         candidates = [last] if last is not None else []
         findings.extend(candidates)
     if not candidates and died and (exit_code not in (None, 0) or not completed):
@@ -147,22 +146,22 @@ def decide(engine: TriageEngine, findings: list[Finding], exit_code: int | None)
     return out
 
 
-def _ends_retrying(engine: TriageEngine, retried: list[Finding]) -> Finding | None:
+def _ends_retrying(engine: TriageEngine, findings: list[Finding]) -> Finding | None:
     """A finished log whose last lines are a retried failure that counts at the end (a client still backing
     off from the Hub's 429s when the log stops, a node's first "Unable to connect to GCS" when `ray start`
     gives up): that failure, with less confidence, or None."""
     tail = [
         f
-        for f in retried
-        if (f.transient or f.count < f.min_count)
-        and f.counts_at_end
+        for f in findings
+        if f.counts_at_end
+        and f.verdict in DECISIVE
+        and (f.transient or f.count < f.min_count)  # retried, or seen fewer times than the rule needs
         and f.line >= engine.last_line - RETRY_TAIL_LINES
     ]
     if not tail:
         return None
     f = copy.copy(max(tail, key=lambda x: x.line))
     f.transient, f.rule = False, f"{f.rule}+{ENDS_RETRYING}"
-    f.min_count = min(f.min_count, f.count)  # seen fewer times than the rule asks, but the log ends on it
     f.confidence = min(f.confidence, 0.45)
     f.evidence = f"the log ends while this is retried ({CUT_NOTE}): {f.evidence}"[:400]
     return f
