@@ -923,6 +923,8 @@ class TriageEngine:
             head = _LOGGED_ERROR_HEAD_RE.match(body)
             if head is not None and head.end() > 0:
                 return _EXC_RE.match(body[head.end() :])
+        if body[:1] == "`":  # an exception line quoted as inline code in an issue's prose
+            return _EXC_RE.match(body.strip("` \t"))
         if body[:1] == "[":
             head = _TIME_HEAD_RE.match(body)
             if head is not None:
