@@ -460,6 +460,8 @@ class TriageEngine:
             exc = self._logged_exception(body, present)
         if tb is not None:
             if exc is not None:
+                if rule is not None and rule.verdict == "Noise":
+                    tb.noise = True  # the exception itself is shutdown noise ("sys.meta_path is None", ...)
                 self._exception_line(prefix, tb, exc, lineno, body, new)
         elif exc is not None and exc.group("inner") and any(w in exc.group("type") for w in _RAY_WRAPPERS):
             # a Ray wrapper with no traceback header above it: the remote traceback follows
@@ -847,7 +849,11 @@ class TriageEngine:
             old = self._tbs.pop(prefix, None)
             if old is not None:
                 self._close(prefix, old, new)
-            self._chain_pending.add(prefix)
+            before = old or self._last_closed.get(prefix)
+            if before is not None and before.noise:  # raised while handling noise: noise too
+                self._noise_pending.add(prefix)
+            else:
+                self._chain_pending.add(prefix)
             return
         fm = _FRAME_RE.match(body) or (_IPY_FRAME_RE.match(body) if prefix in self._tbs else None)
         if fm:
@@ -872,7 +878,7 @@ class TriageEngine:
             return
         if (
             prefix in self._noise_pending
-            and body.strip()
+            and body.strip(" -")  # not IPython's rule of dashes above its traceback header
             and not body.startswith(" ")
             and "Exception ignored in" not in body
         ):
