@@ -11,7 +11,12 @@ near misses that must not fire:
 - round ag: PySpark's worker/driver Python check, vLLM's unresolvable model id (also inside pydantic's
   ModelConfig validation, whose own header now yields to the cause it wraps), TensorFlow's check_numerics
   ("contains inf or nan"), an engine refusing to start for "insufficient GPU memory", huggingface_hub 1.x's
-  httpx 401 on a huggingface.co URL; two exception entries on real fixtures of other threads.
+  httpx 401 on a huggingface.co URL; two exception entries on real fixtures of other threads;
+- round ah: the old "cached path" wording of an offline Hub, NumPy 2's ABI banner (transient), torch.load's
+  weights_only refusal;
+- round ai: the loader's "symbol ... version ... not defined ... with link time reference", Windows' "Error loading
+  ...dll or one of its dependencies", a runtime's own "Graph capture failed" as CUDA-graph context;
+- round aj: Ascend NPU graph capture failures, autograd anomaly at the graph root, vLLM's /dev/shm check.
 """
 
 from __future__ import annotations
@@ -290,4 +295,100 @@ def test_numpy2_banner_alone_in_a_run_that_goes_on_is_soft(tmp_path: Path) -> No
     ],
 )
 def test_round_ah_near_misses(tmp_path: Path, line: str) -> None:
+    assert_no_finding(tri_text(tmp_path, line + "\n"))
+
+
+@pytest.mark.parametrize(
+    ("case", "verdict", "cls", "rule"),
+    [
+        (
+            "aic-onnxruntime-gpu-ld-preload-libcublaslt-symbol-version",
+            "Blocked",
+            "missing_dependency",
+            "shared_library_symbol_version_mismatch",
+        ),
+        (
+            "aic-materialsearch-windows-torch-fbgemm-dll-winerror126",
+            "Blocked",
+            "missing_dependency",
+            "windows_dll_load_failed",
+        ),
+        (
+            "aie-realizar-graph-capture-901-driver",
+            "Fail",
+            "cuda_graph_crash",
+            "cuda_fault+context:cuda_graph",
+        ),
+    ],
+)
+def test_round_ai_families_on_tuning_cases(
+    tmp_path: Path, case: str, verdict: str, cls: str, rule: str
+) -> None:
+    assert_primary(tri_text(tmp_path, tuning_case(case)), verdict, cls, rule)
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("cublas_symbol_version_colossalai", "shared_library_symbol_version_mismatch"),
+        ("cublas_symbol_version_cuml_import", "shared_library_symbol_version_mismatch"),
+        ("windows_torch_dll_load_failed_jupyter", "windows_dll_load_failed"),
+        ("windows_torch_dll_load_failed_webui", "windows_dll_load_failed"),
+    ],
+)
+def test_round_ai_rules_on_real_fixtures(name: str, rule: str) -> None:
+    assert_primary(tri(name), "Blocked", "missing_dependency", rule)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Loaded c10.dll and its dependencies in 0.2 s",
+        "ldd: libcublas.so.11 => /usr/local/cuda/lib64/libcublas.so.11 (version libcublasLt.so.11 defined)",
+        "torch.compile: graph capture took 12.3 s (dynamo)",
+    ],
+)
+def test_round_ai_near_misses(tmp_path: Path, line: str) -> None:
+    assert_no_finding(tri_text(tmp_path, line + "\n"))
+
+
+@pytest.mark.parametrize(
+    ("case", "verdict", "cls", "rule"),
+    [
+        (
+            "ajb-metric-torchdiffeq-adjoint-graphroot-nan",
+            "Fail",
+            "metric_failure",
+            "autograd_anomaly_nonfinite",
+        ),
+        ("ajd-xpu-ci-vllm-insufficient-dev-shm-runner", "Blocked", "no_space", "shm_exhausted"),
+        (
+            "aje-xllm-acl-graph-capture-end-cleanup-failed",
+            "Fail",
+            "cuda_graph_crash",
+            "npu_graph_capture_failed",
+        ),
+    ],
+)
+def test_round_aj_families_on_tuning_cases(
+    tmp_path: Path, case: str, verdict: str, cls: str, rule: str
+) -> None:
+    assert_primary(tri_text(tmp_path, tuning_case(case)), verdict, cls, rule)
+
+
+def test_npu_graph_capture_on_real_fixture() -> None:
+    assert_primary(
+        tri("npu_graph_capture_end_vllm_ascend"), "Fail", "cuda_graph_crash", "npu_graph_capture_failed"
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO [acl_graph.py:185] Replaying aclgraph",
+        "INFO NPUGraph capture_end done for batch sizes [1, 2, 4, 8]",
+        "/dev/shm: 64 MiB free (enough for this run)",
+    ],
+)
+def test_round_aj_near_misses(tmp_path: Path, line: str) -> None:
     assert_no_finding(tri_text(tmp_path, line + "\n"))
