@@ -1,4 +1,4 @@
-"""Triage added with corpus rounds af to aj (issue 12), on real excerpts (tuning cases of ``tests/corpus/``, real
+"""Triage added with corpus rounds af to al (issue 12), on real excerpts (tuning cases of ``tests/corpus/``, real
 fixtures) and against near misses that must not fire. Round af:
 
 - an exception line quoted as inline code in an issue's prose (```RuntimeError: ...```) is read as the exception
@@ -16,7 +16,17 @@ fixtures) and against near misses that must not fire. Round af:
   weights_only refusal;
 - round ai: the loader's "symbol ... version ... not defined ... with link time reference", Windows' "Error loading
   ...dll or one of its dependencies", a runtime's own "Graph capture failed" as CUDA-graph context;
-- round aj: Ascend NPU graph capture failures, autograd anomaly at the graph root, vLLM's /dev/shm check.
+- round aj: Ascend NPU graph capture failures, autograd anomaly at the graph root, vLLM's /dev/shm check;
+- round ak: a module name quoted as inline code, pytest's collection header yielding to its "E   ImportError"
+  line, a Jupyter kernel that cannot import ipykernel (another interpreter), TensorFlow 1's "Type (see above for
+  traceback): msg" exception line, a bracketed "[Loss] nan", glog lines with padded thread ids, Ray's node-start
+  timeout, diffusers' "model is not cached locally", a package's own "incompatible, please install X>=" check,
+  PaddlePaddle's unconfigured third-party library and its old allocator check;
+- round al: a line logged at glog's WARNING severity only warns (TensorFlow's dso_loader "Could not load dynamic
+  library"), except TensorFlow's "OP_REQUIRES failed" op errors; a bare TensorFlow 1 exception line is read;
+  TensorFlow's checkpoint reader (TensorSliceReader) names a checkpoint;
+- round am: sgl-kernel's "Could not load any common_ops library", vLLM's required-GPUs check cut short, an NPU graph
+  capture failing at its begin, SGLang's weight reload ending ("Update weights end", finished 100% bars) is no stall.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.triage_helpers import assert_no_finding, assert_primary, tri, tri_text, tuning_case
+from tests.triage_helpers import REAL, assert_no_finding, assert_primary, tri, tri_text, tuning_case
 
 
 def test_exception_quoted_as_inline_code_is_read(tmp_path: Path) -> None:
@@ -121,6 +131,54 @@ def test_numpy2_banner_alone_in_a_run_that_goes_on_is_soft(tmp_path: Path) -> No
 
 # (tuning case, verdict, class, rule) of each family, rounds af to aj
 TUNING_CASES = [
+    ("aka-nemo-colab-no-module-nemo-collections", "Blocked", "bridge_import", "import_bridge_stack"),
+    (
+        "aka-nemo-pytest-modelparallelconfig-mcore-020",
+        "Blocked",
+        "bridge_import",
+        "import_name_from_bridge_stack",
+    ),
+    (
+        "aka-jupyter-venv-kernel-homebrew-python35",
+        "Blocked",
+        "container_venv_mismatch",
+        "import_launcher_module",
+    ),
+    ("akb-ssd-tf-restore-assign-shape-mismatch", "Fail", "checkpoint_failure", "component:comp_checkpoint"),
+    ("aia-tf1-cosine-metric-datalosserror-not-sstable", "Fail", "checkpoint_failure", "component:comp_checkpoint"),
+    ("akb-lion-vae-loss-explodes-then-nan", "Fail", "metric_failure", "nan_inf_metric"),
+    ("alc-tf-chatbot-tensorslicereader-not-found", "Fail", "checkpoint_failure", "component:comp_checkpoint"),
+    (
+        "aed-rexgen-tf-saver-restore-tensorslicereader-not-found",
+        "Fail",
+        "checkpoint_failure",
+        "component:comp_checkpoint",
+    ),
+    ("abb-fastnn-tf1-nccl-communicator-unhandled-system", "Fail", "nccl", "nccl_error"),
+    ("ame-sglang-sgl-kernel-common-ops-critical-load", "Blocked", "missing_dependency", "sgl_kernel_ops_not_loaded"),
+    ("amd-vllm-ray-two-nodes-required-gpus-exceed-cluster", "Blocked", "ray_cluster", "ray_resources"),
+    (
+        "amd-vllm-ascend-aclgraph-capture-begin-207005-alloc-fail",
+        "Fail",
+        "cuda_graph_crash",
+        "npu_graph_capture_failed",
+    ),
+    ("akc-ray-dataloader-actor-dead-raylet-heartbeat-io", "Blocked", "ray_cluster", "component:comp_ray"),
+    ("akc-scenicplus-jupyter-ray-node-startup-timeout", "Blocked", "ray_cluster", "ray_gcs"),
+    ("ake-paddle-enforce-allocating-gpu-info", "Fail", "cuda_oom", "cuda_oom"),
+    ("akf-consistencydecoder-runwayml-sd15-removed", "Blocked", "hf_offline_missing", "hf_local_entry_missing"),
+    (
+        "akd-mmpose-mmcv2rc4-incompatible-assertion-mim-list",
+        "Blocked",
+        "missing_dependency",
+        "exc_version_requirement",
+    ),
+    (
+        "akd-paddle-win-cublas64-102-dll-precondition-notmet",
+        "Blocked",
+        "missing_dependency",
+        "framework_dynamic_library_not_configured",
+    ),
     ("afb-mxnet-nccl1-kvstore-reduce-invalid-resource-handle", "Fail", "nccl", "nccl_error"),
     ("acb-pytorch-thd-datachannel-nccl-cuda-oom-internal", "Fail", "nccl", "nccl_error"),
     (
@@ -239,6 +297,19 @@ REAL_FIXTURES = [
     ("windows_torch_dll_load_failed_jupyter", "Blocked", "missing_dependency", "windows_dll_load_failed"),
     ("windows_torch_dll_load_failed_webui", "Blocked", "missing_dependency", "windows_dll_load_failed"),
     ("npu_graph_capture_end_vllm_ascend", "Fail", "cuda_graph_crash", "npu_graph_capture_failed"),
+    ("ray_node_startup_timeout_windows", "Blocked", "ray_cluster", "ray_gcs"),
+    ("diffusers_not_cached_locally_comfyui", "Blocked", "hf_offline_missing", "hf_local_entry_missing"),
+    (
+        "paddle_dynamic_library_cublas_windows",
+        "Blocked",
+        "missing_dependency",
+        "framework_dynamic_library_not_configured",
+    ),
+    ("mmcv_version_incompatible_mmdet", "Blocked", "missing_dependency", "exc_version_requirement"),
+    ("paddle_enforce_allocating_unit_test", "Fail", "cuda_oom", "cuda_oom"),
+    ("jupyter_kernel_vscode_system_python", "Blocked", "container_venv_mismatch", "import_launcher_module"),
+    ("pytest_collect_megatron_core_name", "Blocked", "bridge_import", "import_name_from_bridge_stack"),
+    ("tf1_restore_see_above_shape_mismatch", "Fail", "checkpoint_failure", "component:comp_checkpoint"),
 ]
 
 # lines of the same families that must not fire
@@ -259,7 +330,41 @@ NEAR_MISSES = [
     "INFO [acl_graph.py:185] Replaying aclgraph",
     "INFO NPUGraph capture_end done for batch sizes [1, 2, 4, 8]",
     "/dev/shm: 64 MiB free (enough for this run)",
+    "[I 10:36:49 NotebookApp] Kernel started: python3 -m ipykernel_launcher (/opt/conda/envs/train/bin/python)",
+    "collected 12 items; ImportError while importing test module is reported below when any",
+    "| E5 iter[ 14/ 15] | [Loss] 0.4312 | [step] 89 |",
+    "I1025 09:45:46.570907   837   837 node_manager.cc:3078] Registered worker",
+    "INFO node startup took 2.1 s (socket name tcp://127.0.0.1:63251 found)",
+    "model is cached locally; skipping metadata fetch from the Hub",
+    "mmcv 1.7.0 is compatible; install mmcv>=1.3.8 for other projects",
+    "[INFO] the third-party dynamic library (libcudnn.so) that Paddle depends on loaded",
+    "memory check: allocating <= available (1 GB <= 10 GB)",
 ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        tuning_case("ald-pass-fast-sd-tensorflow-libnvinfer-tensorrt-warnings"),
+        (REAL / "tf_dso_loader_warnings_pass.log").read_text(),
+    ],
+)
+def test_glog_warning_lines_only_warn(tmp_path: Path, text: str) -> None:
+    res = tri_text(tmp_path, text)
+    assert_no_finding(res)
+    assert {f["rule"] for f in res["findings"]} == {"undefined_symbol+in_warning"}
+    # the same warnings explain a death that nothing else explains
+    died = tri_text(tmp_path, text.rstrip("\n") + "\nAborted (core dumped)\n")
+    assert_primary(died, "Blocked", "missing_dependency", "undefined_symbol+in_warning")
+
+
+def test_a_finished_weight_reload_is_not_a_stall(tmp_path: Path) -> None:
+    text = tuning_case("ame-sglang-update-weights-dp2-works-pass")
+    assert_no_finding(tri_text(tmp_path, text))
+    # cut before the reload ended, its shards still loading: the log ends inside engine start-up
+    cut = text.split("[2024-10-28 15:38:53 DP1 TP0] Update weights end.")[0].split("\n")
+    stalled = tri_text(tmp_path, "\n".join(line for line in cut if "100%" not in line) + "\n")
+    assert_primary(stalled, "Fail", "hang", "stall:server_startup")
 
 
 @pytest.mark.parametrize(("case", "verdict", "cls", "rule"), TUNING_CASES)

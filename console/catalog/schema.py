@@ -459,6 +459,7 @@ class TriageImports(TypedDict):
     venv_paths: NotRequired[str]
     installed_paths: NotRequired[str]
     bridge_paths: NotRequired[str]
+    launcher_modules: NotRequired[list[str]]
 
 
 class TriageLimitation(TypedDict):

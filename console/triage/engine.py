@@ -43,6 +43,7 @@ EXCEPTION_LITERALS = (
     "Error: ",
     "Exit:",
     "AssertionError",
+    "(see above for traceback):",  # TensorFlow 1's re-raised op error: "NotFoundError (see above for traceback): ..."
 )
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
 # A Python warning as the warnings module prints it: "<file>:<line>: <Category>Warning: <message>", the
@@ -98,7 +99,8 @@ IPY_HEADER = "type_in_ipython_header"  # rule id suffix of a finding read from t
 IN_WARNING = "in_warning"  # rule id suffix of a finding in a Python warning's message
 LIBRARY_CALLER = "library_caller"  # rule id suffix: an installed package made the failing call
 STACK_CALLER = "bridge_stack_caller"  # rule id suffix: the Megatron / Bridge / NeMo-RL stack made it
-_MODULE_RE = re.compile(r"""No module named ['"]?(?P<mod>[\w.]+)""")
+# (the name may be quoted twice in a paste that marks it as inline code: No module named `'nemo.collections'`)
+_MODULE_RE = re.compile(r"""No module named [`'"]{0,2}(?P<mod>[\w.]+)""")
 # A frame of a signal handler entered from a blocking call: the process was interrupted by a signal.
 _SIGNAL_HANDLER_RE = re.compile(r"(?i)^(?:\w*sig\w*_handler|signal_handler|_?handle_?sig\w*|_?on_signal\w*)$")
 _BLOCKING_RE = re.compile(
@@ -108,6 +110,12 @@ _BLOCKING_RE = re.compile(
 # glog's FATAL severity (the ROCm runtime, Ray's C++ core, XLA): "F agent.cpp:245] ...", "F0918 11:04:47.636 1579
 # agent.cpp:245] ..."; glog aborts the process right after such a line.
 _GLOG_FATAL_RE = re.compile(r"^F(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx):\d+\] ")
+# A line logged at glog's WARNING severity ("W0215 01:53:44.58 2825 dso_loader.cc:64] ...", TensorFlow's "2023-02-12
+# 02:34:13.661201: W tensorflow/.../dso_loader.cc:64] Could not load dynamic library 'libnvinfer.so.7'"): the library
+# only warned and went on, so what the line names counts as a cause only if the run then dies (as in a Python warning).
+# (Not TensorFlow's "OP_REQUIRES failed at nccl_communicator.cc:116 : Internal: ...": an op's error, logged at WARNING
+# as it is raised to the caller.)
+_GLOG_WARNING_RE = re.compile(r"(?:^|: )W(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx|h):\d+\] (?!OP_REQUIRES failed)")
 EXIT_CODE = "fatal_exit_code"  # the fatal marker of a process's non-zero exit code
 GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
 # `python -m X` run by the system interpreter, naming itself: "/usr/bin/python3: No module named X".
@@ -120,6 +128,8 @@ _SYSTEM_PYTHON_RE = re.compile(
 )
 # A frame of an installed package's own code ("site-packages/ts/model_service_worker.py"): group "pkg".
 _INSTALLED_PACKAGE_FRAME_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>\w+)[/\\]")
+# pytest's header when a test module fails to import (its error follows as "E   ImportError: ...")
+PYTEST_IMPORT_HEADER = "ImportError while importing test module"
 # pytest's marker of the error lines of a failed test ("E   AttributeError: ..."): the line after it is read
 _PYTEST_ERROR_RE = re.compile(r"E {3,}(?=\S)")
 # mpirun --tag-output's tag again inside a line: one rank's write split by another's ("Error[1,19]<stderr>:: ...")
@@ -128,11 +138,12 @@ _MPI_TAG_RE = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 _RAY_ACTOR_PREFIX_RE = re.compile(r"\(\w+ pid=\d+")
 # Exception types whose name carries none of the usual endings (huggingface_hub's OfflineModeIsEnabled).
 UNSUFFIXED_EXCEPTIONS = ("OfflineModeIsEnabled",)
+# (TensorFlow 1's session re-raises an op's error as "InvalidArgumentError (see above for traceback): <msg>")
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception"
     + "".join(f"|{name}" for name in UNSUFFIXED_EXCEPTIONS)
     + r"))"
-    r"(?:\((?P<inner>\w+)\))?(?::\s?(?P<msg>.*))?$"
+    r"(?:\((?P<inner>\w+)\))?(?: \(see above for traceback\))?(?::\s?(?P<msg>.*))?$"
 )
 # After a traceback's frames, Python prints the exception at column 0 whatever its type is named
 # (pyarrow's ArrowInvalid, triton's OutOfResources, torch._dynamo's BackendCompilerFailed): read there
@@ -179,7 +190,7 @@ ERROR_LEVEL_LITERALS = ("ERROR", "FATAL", "CRITICAL", "Check failed", *GLOG_LEVE
 _ERROR_LEVEL_RE = re.compile(
     r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\s\]|:)]|$)|\bCheck failed\b"
     r"|\[[EF](?:\d{3,4} [\d:.]+)? [\w./-]+:\d+\]|\[\d{4}-\d\d-\d\d [\d:,.]+ [EFC] \d+ \d+\]"
-    r"|(?:^|\s)[EF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+(?: \d+)? [\w./-]+:\d+\]"
+    r"|(?:^|\s)[EF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+(?:\s+\d+)? [\w./-]+:\d+\]"
 )
 _METRIC_SET = frozenset(METRIC_LITERALS)
 DETECT_LINES = 5000  # framework evidence is looked for in the first lines only
@@ -191,6 +202,11 @@ EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Fail
 PYTEST_FRAME_LITERAL = ": in "
 _EXCEPTION_WORD_RE = re.compile("|".join(EXCEPTION_WORDS))  # any(w in text for w in EXCEPTION_WORDS), faster
 _EXCEPTION_WORD_SET = frozenset(EXCEPTION_WORDS)
+
+
+def _glog_warning(body: str) -> bool:
+    """The line is logged at glog's WARNING severity (see _GLOG_WARNING_RE)."""
+    return "W" in body and _GLOG_WARNING_RE.search(body) is not None
 
 
 def _line_automaton(literals: list[str]) -> Any:
@@ -421,7 +437,8 @@ class TriageEngine:
                 rule.soft,
                 rule,
                 upgrade=self._frame_upgrade(rule.cls, tb),
-                in_warning=in_warning,
+                in_warning=in_warning
+                or (tb is None and rule.verdict != "Noise" and not rule.transient and _glog_warning(body)),
             )
             if f is not None:
                 new.append(f)
@@ -1107,10 +1124,11 @@ class TriageEngine:
         )
 
     def _import_finding(self, prefix: str, body: str, lineno: int, tb: _Traceback | None) -> Finding | None:
-        if "No module named" not in body and not body.lstrip().startswith(
-            ("ImportError", "ModuleNotFoundError")
-        ):
+        head = body.lstrip()
+        if "No module named" not in body and not head.startswith(("ImportError", "ModuleNotFoundError")):
             return None  # e.g. "RayTaskError(ModuleNotFoundError)": decided when its traceback closes
+        if head.startswith(PYTEST_IMPORT_HEADER):
+            return None  # pytest's header over a module it could not collect: its "E   ImportError: ..." line decides
         frames = (tb.frames if tb is not None else []) or []
         in_worker = "raylet" in prefix or bool(tb is not None and tb.wrapper)
         return self._import_decision(
@@ -1147,6 +1165,10 @@ class TriageEngine:
         if mod and pol.venv_path_re is not None and pol.venv_path_re.search(where):
             cls, rid, conf = "container_venv_mismatch", "import_worker_venv", 0.7
             also = ["bridge_import" if is_bridge else "missing_dependency"]
+        elif mod in pol.launcher_modules:
+            # a launcher's child (a Jupyter kernel) started by an interpreter that lacks what the launcher has
+            cls, rid, conf = "container_venv_mismatch", "import_launcher_module", 0.65
+            also = ["missing_dependency"]
         elif mod and _SYSTEM_PYTHON_RE.search(text):
             # "/usr/bin/python: No module named X" (python -m X): the system interpreter ran it, not the
             # environment the package is installed in (sudo, pdsh/ssh to another host, an env not activated)

@@ -138,7 +138,7 @@ def _shape(text: bytes) -> bytes:
 _LEVEL_RE = re.compile(rb"\b(?:DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL)\b")
 _TRACEBACK_AT_RE = re.compile(
     rb'Traceback \(most recent call last\):|[ \t]+File "[^"\n]+", line \d+'
-    rb"|(?<=\s)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(\w+\))?: "
+    rb"|(?<=\s)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(\w+\))?(?: \(see above for traceback\))?: "
     rb"|[ \t]+[\w./-]+\.py:\d+: in [\w<>.]+\r?$"  # a pytest frame
     rb"|(?<=\s)Thread (?:0x)?[0-9a-fA-F]+ \((?:active|idle)"  # a py-spy dump's thread
 )

@@ -133,6 +133,7 @@ class ImportPolicy:
     venv_path_re: re.Pattern[str] | None
     installed_path_re: re.Pattern[str] | None = None  # a frame in an installed package (site-packages)
     bridge_path_re: re.Pattern[str] | None = None  # a frame in the Megatron / Bridge / NeMo-RL stack
+    launcher_modules: tuple[str, ...] = ()  # installed with the launcher: missing means another interpreter ran
 
 
 @dataclass(frozen=True)
@@ -354,6 +355,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         bridge_path_re=_compile(imp["bridge_paths"], "imports.bridge_paths")
         if imp.get("bridge_paths")
         else None,
+        launcher_modules=tuple(imp.get("launcher_modules") or ()),
     )
     return Catalog(
         classes=classes,
