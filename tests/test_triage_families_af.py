@@ -145,7 +145,12 @@ TUNING_CASES = [
         "import_launcher_module",
     ),
     ("akb-ssd-tf-restore-assign-shape-mismatch", "Fail", "checkpoint_failure", "component:comp_checkpoint"),
-    ("aia-tf1-cosine-metric-datalosserror-not-sstable", "Fail", "checkpoint_failure", "component:comp_checkpoint"),
+    (
+        "aia-tf1-cosine-metric-datalosserror-not-sstable",
+        "Fail",
+        "checkpoint_failure",
+        "component:comp_checkpoint",
+    ),
     ("akb-lion-vae-loss-explodes-then-nan", "Fail", "metric_failure", "nan_inf_metric"),
     ("alc-tf-chatbot-tensorslicereader-not-found", "Fail", "checkpoint_failure", "component:comp_checkpoint"),
     (
@@ -155,7 +160,12 @@ TUNING_CASES = [
         "component:comp_checkpoint",
     ),
     ("abb-fastnn-tf1-nccl-communicator-unhandled-system", "Fail", "nccl", "nccl_error"),
-    ("ame-sglang-sgl-kernel-common-ops-critical-load", "Blocked", "missing_dependency", "sgl_kernel_ops_not_loaded"),
+    (
+        "ame-sglang-sgl-kernel-common-ops-critical-load",
+        "Blocked",
+        "missing_dependency",
+        "sgl_kernel_ops_not_loaded",
+    ),
     ("amd-vllm-ray-two-nodes-required-gpus-exceed-cluster", "Blocked", "ray_cluster", "ray_resources"),
     (
         "amd-vllm-ascend-aclgraph-capture-begin-207005-alloc-fail",
@@ -166,7 +176,12 @@ TUNING_CASES = [
     ("akc-ray-dataloader-actor-dead-raylet-heartbeat-io", "Blocked", "ray_cluster", "component:comp_ray"),
     ("akc-scenicplus-jupyter-ray-node-startup-timeout", "Blocked", "ray_cluster", "ray_gcs"),
     ("ake-paddle-enforce-allocating-gpu-info", "Fail", "cuda_oom", "cuda_oom"),
-    ("akf-consistencydecoder-runwayml-sd15-removed", "Blocked", "hf_offline_missing", "hf_local_entry_missing"),
+    (
+        "akf-consistencydecoder-runwayml-sd15-removed",
+        "Blocked",
+        "hf_offline_missing",
+        "hf_local_entry_missing",
+    ),
     (
         "akd-mmpose-mmcv2rc4-incompatible-assertion-mim-list",
         "Blocked",

@@ -115,7 +115,9 @@ _GLOG_FATAL_RE = re.compile(r"^F(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx
 # only warned and went on, so what the line names counts as a cause only if the run then dies (as in a Python warning).
 # (Not TensorFlow's "OP_REQUIRES failed at nccl_communicator.cc:116 : Internal: ...": an op's error, logged at WARNING
 # as it is raised to the caller.)
-_GLOG_WARNING_RE = re.compile(r"(?:^|: )W(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx|h):\d+\] (?!OP_REQUIRES failed)")
+_GLOG_WARNING_RE = re.compile(
+    r"(?:^|: )W(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx|h):\d+\] (?!OP_REQUIRES failed)"
+)
 EXIT_CODE = "fatal_exit_code"  # the fatal marker of a process's non-zero exit code
 GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
 # `python -m X` run by the system interpreter, naming itself: "/usr/bin/python3: No module named X".

@@ -133,7 +133,8 @@ class ImportPolicy:
     venv_path_re: re.Pattern[str] | None
     installed_path_re: re.Pattern[str] | None = None  # a frame in an installed package (site-packages)
     bridge_path_re: re.Pattern[str] | None = None  # a frame in the Megatron / Bridge / NeMo-RL stack
-    launcher_modules: tuple[str, ...] = ()  # installed with the launcher: missing means another interpreter ran
+    # installed with a launcher (Jupyter's ipykernel): missing in its child means another interpreter ran
+    launcher_modules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
