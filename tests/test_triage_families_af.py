@@ -26,7 +26,9 @@ fixtures) and against near misses that must not fire. Round af:
   library"), except TensorFlow's "OP_REQUIRES failed" op errors; a bare TensorFlow 1 exception line is read;
   TensorFlow's checkpoint reader (TensorSliceReader) names a checkpoint;
 - round am: sgl-kernel's "Could not load any common_ops library", vLLM's required-GPUs check cut short, an NPU graph
-  capture failing at its begin, SGLang's weight reload ending ("Update weights end", finished 100% bars) is no stall.
+  capture failing at its begin, SGLang's weight reload ending ("Update weights end", finished 100% bars) is no stall;
+- rounds an and ao: transformers' lazy-import wrapper ("Failed to import X because of the following error"), NaN
+  log-probs and logits of a preference trainer, NCCL's socket "message truncated" and "Duplicate GPU detected".
 """
 
 from __future__ import annotations
@@ -131,6 +133,16 @@ def test_numpy2_banner_alone_in_a_run_that_goes_on_is_soft(tmp_path: Path) -> No
 
 # (tuning case, verdict, class, rule) of each family, rounds af to aj
 TUNING_CASES = [
+    (
+        "ane-r1-finetune-torchvision-partially-initialized",
+        "Blocked",
+        "missing_dependency",
+        "exc_lazy_import_failed",
+    ),
+    ("anb-trl-dpo-long-completion-logits-nan", "Fail", "metric_failure", "nan_inf_metric"),
+    ("qb-trl-dpo-logits-nan-metrics", "Fail", "metric_failure", "nan_inf_metric"),
+    ("and-nccl-socket-message-truncated-pytorch-multinode", "Fail", "nccl", "nccl_error"),
+    ("aob-nemorl-dapo-dsv3-duplicate-gpu-warn", "Fail", "nccl", "nccl_error"),
     ("aka-nemo-colab-no-module-nemo-collections", "Blocked", "bridge_import", "import_bridge_stack"),
     (
         "aka-nemo-pytest-modelparallelconfig-mcore-020",
@@ -354,6 +366,9 @@ NEAR_MISSES = [
     "mmcv 1.7.0 is compatible; install mmcv>=1.3.8 for other projects",
     "[INFO] the third-party dynamic library (libcudnn.so) that Paddle depends on loaded",
     "memory check: allocating <= available (1 GB <= 10 GB)",
+    "NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+    "{'loss': 0.6931, 'logps/chosen': -252.83, 'logits/chosen': -1.25, 'epoch': 0.03}",
+    "INFO Failed to import optional module flash_attn; falling back to sdpa",
 ]
 
 
