@@ -212,6 +212,8 @@ class MetricWatch:
         step, pairs = self.read(body)
         out: list[Anomaly] = []
         for kind, text in pairs:
+            if kind == "reward" and "reward_collapse" in self.found:
+                continue  # reported once: a collapsed reward keeps reporting, nothing more to find in it
             try:
                 value = float(text.replace(",", ""))
             except ValueError:
