@@ -28,7 +28,8 @@ fixtures) and against near misses that must not fire. Round af:
 - round am: sgl-kernel's "Could not load any common_ops library", vLLM's required-GPUs check cut short, an NPU graph
   capture failing at its begin, SGLang's weight reload ending ("Update weights end", finished 100% bars) is no stall;
 - rounds an and ao: transformers' lazy-import wrapper ("Failed to import X because of the following error"), NaN
-  log-probs and logits of a preference trainer, NCCL's socket "message truncated" and "Duplicate GPU detected".
+  log-probs and logits of a preference trainer, NCCL's socket "message truncated" and "Duplicate GPU detected";
+  a file cut short or not the archive it should be (h5py, tarfile, zipfile), data_missing as the alternative.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.triage_helpers import REAL, assert_no_finding, assert_primary, tri, tri_text, tuning_case
+from tests.triage_helpers import REAL, assert_no_finding, assert_primary, primary, tri, tri_text, tuning_case
 
 
 def test_exception_quoted_as_inline_code_is_read(tmp_path: Path) -> None:
@@ -133,6 +134,9 @@ def test_numpy2_banner_alone_in_a_run_that_goes_on_is_soft(tmp_path: Path) -> No
 
 # (tuning case, verdict, class, rule) of each family, rounds af to aj
 TUNING_CASES = [
+    ("abd-tgan-load-model-tarfile-unexpected-eof", "Fail", "checkpoint_failure", "exc_archive_truncated"),
+    ("acd-maskrcnn-h5-truncated-file-eof", "Fail", "checkpoint_failure", "exc_archive_truncated"),
+    ("ajb-ckpt-earth2studio-corrdiff-badzipfile", "Fail", "checkpoint_failure", "exc_archive_truncated"),
     (
         "ane-r1-finetune-torchvision-partially-initialized",
         "Blocked",
@@ -386,6 +390,14 @@ def test_glog_warning_lines_only_warn(tmp_path: Path, text: str) -> None:
     # the same warnings explain a death that nothing else explains
     died = tri_text(tmp_path, text.rstrip("\n") + "\nAborted (core dumped)\n")
     assert_primary(died, "Blocked", "missing_dependency", "undefined_symbol+in_warning")
+
+
+def test_a_truncated_archive_names_data_missing_as_the_alternative(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("ajb-ckpt-earth2studio-corrdiff-badzipfile"))
+    assert "data_missing" in {a["class"] for a in res["alternatives"]}
+    # the same words in a message that is not the reader's own error are not this family
+    text = "OSError: [Errno 2] No such file or directory: 'truncated file list.txt'\n"
+    assert primary(tri_text(tmp_path, text))[2] != "exc_archive_truncated"
 
 
 def test_a_finished_weight_reload_is_not_a_stall(tmp_path: Path) -> None:
