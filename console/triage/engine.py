@@ -33,6 +33,9 @@ CONTEXT_WINDOW = 5000  # lines a context marker (e.g. "CUDA graph") stays in for
 TRACEBACK_START = "Traceback (most recent call last)"
 FRAME_LITERAL = 'File "'
 CHAIN_LITERALS = ("During handling of the above exception", "The above exception was the direct cause")
+# TensorFlow 1's session re-raises an op's error as "InvalidArgumentError (see above for traceback): <msg>": the
+# words between an exception's type and its message (the exception-line patterns here and in paste.py allow them).
+TF1_REFERRAL = "(see above for traceback)"
 # Exception lines (``Type: message``) and failed imports are read by structure, not by a rule each.
 EXCEPTION_LITERALS = (
     "Error:",
@@ -43,7 +46,7 @@ EXCEPTION_LITERALS = (
     "Error: ",
     "Exit:",
     "AssertionError",
-    "(see above for traceback):",  # TensorFlow 1's re-raised op error: "NotFoundError (see above for traceback): ..."
+    f"{TF1_REFERRAL}:",  # a bare TensorFlow 1 exception line ("NotFoundError (see above for traceback): ...")
 )
 IMPORT_LITERALS = ("No module named", "ModuleNotFoundError", "ImportError")
 # A Python warning as the warnings module prints it: "<file>:<line>: <Category>Warning: <message>", the
@@ -140,12 +143,11 @@ _MPI_TAG_RE = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 _RAY_ACTOR_PREFIX_RE = re.compile(r"\(\w+ pid=\d+")
 # Exception types whose name carries none of the usual endings (huggingface_hub's OfflineModeIsEnabled).
 UNSUFFIXED_EXCEPTIONS = ("OfflineModeIsEnabled",)
-# (TensorFlow 1's session re-raises an op's error as "InvalidArgumentError (see above for traceback): <msg>")
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Failure)|Exception"
     + "".join(f"|{name}" for name in UNSUFFIXED_EXCEPTIONS)
     + r"))"
-    r"(?:\((?P<inner>\w+)\))?(?: \(see above for traceback\))?(?::\s?(?P<msg>.*))?$"
+    r"(?:\((?P<inner>\w+)\))?(?: " + re.escape(TF1_REFERRAL) + r")?(?::\s?(?P<msg>.*))?$"
 )
 # After a traceback's frames, Python prints the exception at column 0 whatever its type is named
 # (pyarrow's ArrowInvalid, triton's OutOfResources, torch._dynamo's BackendCompilerFailed): read there

@@ -21,7 +21,7 @@ import os
 import re
 from typing import BinaryIO
 
-from console.triage.engine import split_prefix
+from console.triage.engine import TF1_REFERRAL, split_prefix
 from console.triage.fastscan import ByteReader
 
 PROBE = 65536  # the head whose lines decide whether a log was pasted indented or hard-wrapped
@@ -138,7 +138,9 @@ def _shape(text: bytes) -> bytes:
 _LEVEL_RE = re.compile(rb"\b(?:DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL)\b")
 _TRACEBACK_AT_RE = re.compile(
     rb'Traceback \(most recent call last\):|[ \t]+File "[^"\n]+", line \d+'
-    rb"|(?<=\s)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(\w+\))?(?: \(see above for traceback\))?: "
+    rb"|(?<=\s)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(\w+\))?(?: "
+    + re.escape(TF1_REFERRAL).encode()
+    + rb")?: "
     rb"|[ \t]+[\w./-]+\.py:\d+: in [\w<>.]+\r?$"  # a pytest frame
     rb"|(?<=\s)Thread (?:0x)?[0-9a-fA-F]+ \((?:active|idle)"  # a py-spy dump's thread
 )
