@@ -77,12 +77,13 @@ _FRAME_RE = re.compile(
 )  # python / pytest frames
 # IPython / Jupyter frames, read only inside an open traceback (its header line opened it): "File
 # /x/y.py:12, in f(a)" (IPython 8), "~/x/y.py in f(a)" (IPython 7), Colab's linked form of it
-# "[/usr/lib/x/y.py](https://localhost:8080/#) in f(a)", the cell's own frame; and the numbered source lines
+# "[/usr/lib/x/y.py](https://localhost:8080/#) in f(a)", the cell's own frame; rich's boxed traceback (typer, accelerate,
+# DeepSpeed scripts) "│ /x/y.py:498 in f   │"; and the numbered source lines
 # they quote, "----> 3 call()" / "--> 905     return x" (the others, the context, are indented).
 _IPY_FRAME_RE = re.compile(
     r"^(?:File (?P<path>[~/.\w][^,]*?\.py\w?):\d+, in |[~/][^ ]*\.(?:py|pyx|pxi) in |<ipython-input-[\w-]+> in "
     r"|\[[~/][^\]]*\.(?:py|pyx|pxi)\]\([^)]*\) in "
-    r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in )(?P<func>[\w<>.]+)?"
+    r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in |│ [~/.\w][^ ]*?\.py:\d+ in )(?P<func>[\w<>.]+)?"
 )
 _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
 _INLINE_FRAME_RE = re.compile(
@@ -888,9 +889,14 @@ class TriageEngine:
                 )
                 self._noise_pending.discard(prefix)
                 self._tbs[prefix] = tb
+            func = fm.group("func") or fm.groupdict().get("pfunc") or ""
+            if not tb.frames and func == "__del__":
+                # Python never propagates an exception out of a finalizer: a traceback that starts in __del__
+                # is one it printed and ignored ("Exception ignored in: <function X.__del__>", maybe cut off)
+                tb.noise = True
             tb.frames.append(body.strip())
             tb.frame_indent = _indent_width(body)
-            tb.funcs.append(fm.group("func") or fm.groupdict().get("pfunc") or "")
+            tb.funcs.append(func)
             while len(tb.sources) < len(tb.frames) - 1:
                 tb.sources.append("")
             return

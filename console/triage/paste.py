@@ -80,8 +80,8 @@ def wrap_width(fh: BinaryIO) -> int:
     exactly its longest width, most of which stop where no line would (not after a space, a closing
     bracket, a table border, "." or ":") and go on in a row that does not start like the log's lines do:
     its first word (digits folded) starts no line that follows a shorter row, nor the row itself. Rows of
-    one width that a process prints itself (NCCL channel lines, nvidia-smi tables, progress bars) fail
-    one of these. The reader is put back at the start."""
+    one width that a process prints itself (NCCL channel lines, nvidia-smi tables, progress bars, a runtime's
+    table of frames whose columns line up row after row) fail one of these. The reader is put back at the start."""
     return _wrap_of(_head_lines(fh))
 
 
@@ -99,10 +99,21 @@ def _wrap_of(head: list[bytes]) -> int:
         if lines[i][-1:] not in _ENDS
         and lines[i + 1][:1].strip()
         and _start(lines[i + 1]) not in {*starts, _start(lines[i])}
+        and not _same_columns(lines[i], lines[i + 1])
     ]
     if len({lines[i] for i in wraps}) < 2 or 2 * len(wraps) < len(rows):
         return 0
     return width
+
+
+_GAP_RE = re.compile(rb"  +(?=\S)")
+
+
+def _same_columns(row: bytes, after: bytes) -> bool:
+    """Two rows of one printed table: their columns (text after a gap of two or more spaces) start at the
+    same places. A row cut by a hard wrap goes on in a line whose gaps fall anywhere."""
+    cols = [m.end() for m in _GAP_RE.finditer(row)]
+    return len(cols) >= 2 and cols == [m.end() for m in _GAP_RE.finditer(after)]
 
 
 _NUMBER_RE = re.compile(rb"[ \t]*\[?(\d{1,9})\]?(?=[ \t:|\]-]|\r?$)")
