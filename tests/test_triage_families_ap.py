@@ -11,7 +11,11 @@ real fixtures) and against near misses that must not fire:
   its "Exception ignored in" header); rich's boxed traceback frames ("│ /x/y.py:498 in f │") are frames; a
   metric a logger formatted as a string ("'loss/train': 'nan'"); apex's loss scale halved below one in scientific
   notation; vLLM's Ray placement with no GPU on the driver node;
-- round ar: SGLang's scheduler watchdog ("Watchdog timeout (self.watchdog_timeout=300)") is a hang.
+- round ar: SGLang's scheduler watchdog ("Watchdog timeout (self.watchdog_timeout=300)") is a hang;
+- rounds as and at: older TensorFlow's op failures logged by op_kernel.cc at WARNING are errors, not warnings; the
+  RAPIDS memory manager's "std::bad_alloc: out_of_memory"; PhysX's GPU pipeline failing to launch a kernel or with a
+  CUDA error code; a glog CHECK on an NCCL call's result; glog's "*** Check failure stack trace ***" is a death;
+  a file a library generated in the Windows temporary directory is no script a command names.
 """
 
 from __future__ import annotations
@@ -81,12 +85,24 @@ TUNING_CASES = [
     ("aqb-vllm-multinode-ray-no-gpu-on-driver-node-valueerror", "Blocked", "ray_cluster", "ray_resources"),
     ("ze-vllm-mp-engine-ray-no-gpu-on-driver-node", "Blocked", "ray_cluster", "ray_resources"),
     ("arc-sglang-dp-decode-hang-watchdog-timeout-pyspy-missing", "Fail", "hang", "sglang_scheduler_watchdog"),
+    ("atd-tf-coriander-oom-allocating-4096x4096", "Fail", "cuda_oom", "cuda_oom"),
+    (
+        "afd-faster-rcnn-tf-restore-slice-variable-not-found",
+        "Fail",
+        "checkpoint_failure",
+        "tf_key_not_in_checkpoint",
+    ),
+    ("atf-rapids-sagemaker-hpo-xgboost-rmm-bad-alloc", "Fail", "cuda_oom", "cuda_oom"),
+    ("ata-isaaclab-physx-convexcore-kernel-fail-to-launch", "Fail", "cuda_error", "physx_gpu_cuda_failure"),
+    ("asb-paddle-ncclgroupend-check-failed-mid-training", "Fail", "nccl", "nccl_error"),
+    ("abb-caffe-nccl-check-failed-invalid-data-type", "Fail", "nccl", "nccl_error"),
 ]
 
 REAL_FIXTURES = [
     ("fortran_runtime_ctrl_c_mlagents", "Cancelled", "cancelled", "fortran_runtime_control_c"),
     ("torchrun_sighup_rrhf", "Cancelled", "cancelled", "terminal_hangup"),
     ("sglang_scheduler_watchdog_tp8", "Fail", "hang", "sglang_scheduler_watchdog"),
+    ("physx_narrowphase_cuda_700", "Fail", "cuda_error", "physx_gpu_cuda_failure"),
 ]
 
 NEAR_MISSES = [
@@ -97,6 +113,10 @@ NEAR_MISSES = [
     # a string-formatted metric that is finite, and a loss scale that settled
     "train stats: {'loss/train': '0.6931', 'rewards_train/margins': '0.01'}",
     "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 32768.0",
+    # PhysX's own API warnings are no CUDA failure
+    "[Error] [omni.physx.plugin] PhysX error: PxArticulationLink::setGlobalPose(): it is illegal to call this method",
+    # a CHECK on an NCCL call that held
+    "I0101 00:00:00.0 1 nccl_helper.h:62] ncclGroupEnd() == ncclSuccess (0 vs. 0) ok",
     # prose about the Fortran runtime, no abort
     "Setting FOR_DISABLE_CONSOLE_CTRL_HANDLER=1 keeps the Fortran runtime from handling control-C.",
 ]
@@ -175,3 +195,16 @@ def test_rich_boxed_traceback_frames_are_read(tmp_path: Path) -> None:
 def test_sglang_watchdog_settings_echoed_at_start_up_are_no_timeout(tmp_path: Path) -> None:
     text = "server_args=ServerArgs(model_path='Qwen/Qwen2-7B', watchdog_timeout=300, tp_size=8)\n"
     assert "sglang_scheduler_watchdog" not in {f["rule"] for f in tri_text(tmp_path, text)["findings"]}
+
+
+def test_a_glog_check_failure_banner_is_a_death(tmp_path: Path) -> None:
+    text = "F0101 00:00:00.000 17 foo.cc:12] Check failed: x == y (1 vs. 0)\n*** Check failure stack trace: ***\n"
+    assert_primary(tri_text(tmp_path, text), "Fail", "unknown_error", "fatal:fatal_glog_check_failure")
+
+
+def test_autograph_temp_file_cause_is_no_missing_script(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, tuning_case("asf-memilio-keras-fit-autograph-errno2-warning-tests"))
+    assert_no_finding(res)
+    # a script the command names is still one, wherever it lives
+    text = "python: can't open file '/home/me/project/train_ppo.py': [Errno 2] No such file or directory\n"
+    assert primary(tri_text(tmp_path, text))[1] == "catalog_drift"

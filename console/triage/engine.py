@@ -117,10 +117,11 @@ _GLOG_FATAL_RE = re.compile(r"^F(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx
 # A line logged at glog's WARNING severity ("W0215 01:53:44.58 2825 dso_loader.cc:64] ...", TensorFlow's "2023-02-12
 # 02:34:13.661201: W tensorflow/.../dso_loader.cc:64] Could not load dynamic library 'libnvinfer.so.7'"): the library
 # only warned and went on, so what the line names counts as a cause only if the run then dies (as in a Python warning).
-# (Not TensorFlow's "OP_REQUIRES failed at nccl_communicator.cc:116 : Internal: ...": an op's error, logged at WARNING
-# as it is raised to the caller.)
+# (Not TensorFlow's "OP_REQUIRES failed at nccl_communicator.cc:116 : Internal: ...", nor older TensorFlow's op
+# failures that its op_kernel.cc logs, "W tensorflow/core/framework/op_kernel.cc:973] Resource exhausted: OOM when
+# allocating tensor ...": an op's error, logged at WARNING as it is raised to the caller.)
 _GLOG_WARNING_RE = re.compile(
-    r"(?:^|: )W(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx|h):\d+\] (?!OP_REQUIRES failed)"
+    r"(?:^|: )W(?:\d{4} [\d:.]+ +\d+)? +(?![\w./-]*\bop_kernel\.cc:)[\w./-]+\.(?:cc|cpp|cxx|h):\d+\] (?!OP_REQUIRES failed)"
 )
 EXIT_CODE = "fatal_exit_code"  # the fatal marker of a process's non-zero exit code
 GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
