@@ -15,7 +15,9 @@ real fixtures) and against near misses that must not fire:
 - rounds as and at: older TensorFlow's op failures logged by op_kernel.cc at WARNING are errors, not warnings; the
   RAPIDS memory manager's "std::bad_alloc: out_of_memory"; PhysX's GPU pipeline failing to launch a kernel or with a
   CUDA error code; a glog CHECK on an NCCL call's result; glog's "*** Check failure stack trace ***" is a death;
-  a file a library generated in the Windows temporary directory is no script a command names.
+  a file a library generated in the Windows temporary directory is no script a command names;
+- a traceback cut before its exception line whose deepest frame is an import statement inside a function is an
+  import that failed, as one at module level already was.
 """
 
 from __future__ import annotations
@@ -208,3 +210,22 @@ def test_autograph_temp_file_cause_is_no_missing_script(tmp_path: Path) -> None:
     # a script the command names is still one, wherever it lives
     text = "python: can't open file '/home/me/project/train_ppo.py': [Errno 2] No such file or directory\n"
     assert primary(tri_text(tmp_path, text))[1] == "catalog_drift"
+
+
+CUT_IN_FUNCTION_IMPORT = """\
+Traceback (most recent call last):
+  File "/work/train.py", line 40, in <module>
+    model = build_model(cfg)
+  File "/env/lib/python3.10/site-packages/exllamav2/attn.py", line 23, in _lazy_init
+    import flash_attn_2_cuda as flash_attn_cuda
+"""
+
+
+def test_a_traceback_cut_at_an_import_inside_a_function_is_an_import_failure(tmp_path: Path) -> None:
+    res = tri_text(tmp_path, CUT_IN_FUNCTION_IMPORT)
+    assert_primary(res, "Blocked", "missing_dependency", "frames_cut_in_import_chain")
+    # cut at a call that is no import: nothing says which failure it was
+    call = CUT_IN_FUNCTION_IMPORT.replace(
+        "import flash_attn_2_cuda as flash_attn_cuda", "return flash_attn_cuda.fwd(q, k)"
+    )
+    assert primary(tri_text(tmp_path, call))[2] != "frames_cut_in_import_chain"
