@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import cache
 from pathlib import Path
 
 from console.triage.scan import triage_files
@@ -41,14 +43,20 @@ def assert_no_finding(res: dict) -> None:
     assert cls is None and verdict in ("Incomplete", "Pass"), (verdict, cls)
 
 
-def tuning_case(case_id: str) -> str:
-    """The log excerpt of a tuning-split case of ``tests/corpus/*.jsonl`` (never a held-out one)."""
-    import json
-
+@cache
+def _corpus_cases() -> dict[str, dict]:
+    """Every case of ``tests/corpus/*.jsonl`` by id, read once per test session."""
+    cases: dict[str, dict] = {}
     for path in sorted((Path(__file__).parent / "corpus").glob("cases-*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
-            case = json.loads(line) if line.strip() else None
-            if case and case["id"] == case_id:
-                assert case["split"] == "tuning", f"{case_id} is held out"
-                return case["log_excerpt"]
-    raise KeyError(case_id)
+            if line.strip():
+                case = json.loads(line)
+                cases.setdefault(case["id"], case)
+    return cases
+
+
+def tuning_case(case_id: str) -> str:
+    """The log excerpt of a tuning-split case of ``tests/corpus/*.jsonl`` (never a held-out one)."""
+    case = _corpus_cases()[case_id]
+    assert case["split"] == "tuning", f"{case_id} is held out"
+    return case["log_excerpt"]

@@ -6,7 +6,8 @@ A NaN/Inf *loss* is already decisive on one line (a catalog rule). A single non-
 not: fp16 loss scaling skips such steps routinely, so it takes two consecutive reports.
 Values are read from ``key: value`` / ``key=value`` pairs (verl ``actor/grad_norm:np.float64(nan)``,
 Megatron ``grad norm: 1.23``, NeMo-RL ``Grad norm: 0.5``, tqdm ``reward=0.4``, the HF Trainer's dict
-``{'grad_norm': nan}``, a sentence ``WARNING: The grad norm is nan.`` as ESPnet's trainer warns it), numbers also with thousands separators (``kl_divergence_mean: 1,568,987.96``).
+``{'grad_norm': nan}``, ESPnet's sentence ``WARNING: The grad norm is nan.``), numbers also with thousands
+separators (``kl_divergence_mean: 1,568,987.96``).
 """
 
 from __future__ import annotations
