@@ -460,6 +460,8 @@ class TriageImports(TypedDict):
     installed_paths: NotRequired[str]
     bridge_paths: NotRequired[str]
     launcher_modules: NotRequired[list[str]]
+    env_roots: NotRequired[str]
+    home_roots: NotRequired[str]
 
 
 class TriageLimitation(TypedDict):

@@ -32,6 +32,10 @@ CONTEXT_WINDOW = 5000  # lines a context marker (e.g. "CUDA graph") stays in for
 # Traceback structure (Python's own format, not domain knowledge).
 TRACEBACK_START = "Traceback (most recent call last)"
 FRAME_LITERAL = 'File "'
+IPY8_FRAME_LITERALS = (
+    "File /",
+    "File ~",
+)  # IPython 8's frame, "File /x/y.py:12, in f(a)" (see _IPY8_FRAME_RE)
 CHAIN_LITERALS = ("During handling of the above exception", "The above exception was the direct cause")
 # TensorFlow 1's session re-raises an op's error as "InvalidArgumentError (see above for traceback): <msg>": the
 # words between an exception's type and its message (the exception-line patterns here and in paste.py allow them).
@@ -59,6 +63,7 @@ GLOG_LEVEL_LITERALS = ("[E", "[F", " E ", " F ", " C ", ".cc:", ".cpp:")
 STRUCTURE_LITERALS = (
     TRACEBACK_START,
     FRAME_LITERAL,
+    *IPY8_FRAME_LITERALS,
     ": in ",
     "ERROR",
     "FATAL",
@@ -85,6 +90,9 @@ _IPY_FRAME_RE = re.compile(
     r"|\[[~/][^\]]*\.(?:py|pyx|pxi)\]\([^)]*\) in "
     r"|Cell In\[\d+\], line \d+|Input In \[\d+\], in |│ [~/.\w][^ ]*?\.py:\d+ in )(?P<func>[\w<>.]+)?"
 )
+# IPython 8's frame form alone, "File /x/y.py:12, in f(a)": unlike the others it cannot be a log line, so it opens
+# a traceback pasted without its header, as a Python frame ('File "/x/y.py", line 12, in f') does
+_IPY8_FRAME_RE = re.compile(r"^File (?P<path>[~/.\w][^,]*?\.py\w?):\d+, in (?P<func>[\w<>.]+)\(")
 _IPY_SOURCE_RE = re.compile(r"-+> \d+ ")
 _INLINE_FRAME_RE = re.compile(
     r'(?<= )File "[^"]+", line \d+, in (?P<func>[\w<>.]+)'
@@ -124,6 +132,7 @@ _GLOG_WARNING_RE = re.compile(
     r"(?:^|: )W(?:\d{4} [\d:.]+ +\d+)? +(?![\w./-]*\bop_kernel\.cc:)[\w./-]+\.(?:cc|cpp|cxx|h):\d+\] (?!OP_REQUIRES failed)"
 )
 EXIT_CODE = "fatal_exit_code"  # the fatal marker of a process's non-zero exit code
+MIXED_ENVIRONMENTS = "mixed_environments"  # rule id suffix: a missing package in frames of two environments
 GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
 # `python -m X` run by the system interpreter, naming itself: "/usr/bin/python3: No module named X".
 _SYSTEM_PYTHON_RE = re.compile(
@@ -878,7 +887,9 @@ class TriageEngine:
             else:
                 self._chain_pending.add(prefix)
             return
-        fm = _FRAME_RE.match(body) or (_IPY_FRAME_RE.match(body) if prefix in self._tbs else None)
+        fm = _FRAME_RE.match(body) or (
+            _IPY_FRAME_RE.match(body) if prefix in self._tbs else _IPY8_FRAME_RE.match(body)
+        )
         if fm:
             found = self._tbs.get(prefix)
             if found is not None:
@@ -1121,6 +1132,10 @@ class TriageEngine:
                 cls, rule_id = caller, f"{er.id}+{suffix}"
                 verdict = self.cat.classes[cls].verdict
                 break
+        mixed = self._mixed_upgrade(cls, rule_id, frames)
+        if mixed is not None:
+            cls, rule_id, also = mixed[0], mixed[1], [*mixed[2], *(c for c in also if c not in mixed[2])]
+            verdict = self.cat.classes[cls].verdict
         info = self.cat.classes[cls]
         return Finding(
             cls,
@@ -1197,6 +1212,10 @@ class TriageEngine:
             # running it is not the one the package is installed for (another env's site-packages on the path)
             cls, rid, conf = "container_venv_mismatch", "import_own_package", 0.6
             also = ["missing_dependency"]
+        elif mod and self._mixed_environments(frames):
+            # frames from an environment in the user's home and from one outside it: two environments mixed
+            cls, rid, conf = "container_venv_mismatch", "import_mixed_environments", 0.6
+            also = ["bridge_import" if is_bridge else "missing_dependency"]
         elif in_worker and not is_bridge:
             # the driver got this far, a Ray worker cannot import: the worker's interpreter/env differs
             cls, rid, conf = "container_venv_mismatch", "import_in_ray_worker", 0.6
@@ -1224,6 +1243,30 @@ class TriageEngine:
             lines=lines,
             also=also,
         )
+
+    def _mixed_environments(self, frames: list[str]) -> bool:
+        """Frames of installed packages from an environment in a user's home (the user site ~/.local, a venv or
+        conda there) and from one outside it (/usr, /opt): the interpreter runs with two environments mixed."""
+        pol = self.cat.imports
+        if pol.env_root_re is None or pol.home_root_re is None:
+            return False
+        kinds: set[bool] = set()
+        for fr in frames:
+            m = pol.env_root_re.search(fr)
+            if m is not None:
+                kinds.add(pol.home_root_re.search(m.group("root")) is not None)
+                if len(kinds) == 2:
+                    return True
+        return False
+
+    def _mixed_upgrade(
+        self, cls: str, rule_id: str, frames: list[str] | None
+    ) -> tuple[str, str, list[str]] | None:
+        """A missing or conflicting package (missing_dependency) in frames of two mixed environments: the
+        environment, not the package, is what to fix (container_venv_mismatch)."""
+        if cls != "missing_dependency" or not frames or not self._mixed_environments(frames):
+            return None
+        return "container_venv_mismatch", f"{rule_id}+{MIXED_ENVIRONMENTS}", ["missing_dependency"]
 
     def _signal_interrupted(self, tb: _Traceback) -> bool:
         """A frame of a signal handler entered from a blocking call (sleep, wait, join...)."""
@@ -1273,6 +1316,21 @@ class TriageEngine:
             else:
                 text = "\n".join(tb.frames[-fr.last :]) if fr.last else frames
             if fr.regex.search(text):
+                mixed = self._mixed_upgrade(fr.cls, fr.id, tb.frames)
+                if mixed is not None:
+                    cls, rid, also = mixed
+                    return Finding(
+                        cls,
+                        self.cat.classes[cls].verdict,
+                        line,
+                        evidence,
+                        rid,
+                        file=self.source,
+                        tier=fr.tier,
+                        confidence=fr.confidence,
+                        lines=lines,
+                        also=also,
+                    )
                 return Finding(
                     fr.cls,
                     fr.verdict,

@@ -17,6 +17,7 @@ process (not pasted) has none of them and is read as it is.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from typing import BinaryIO
@@ -333,17 +334,20 @@ class Unprefixed(_RowReader):
 
 def pasted_reader(fh: BinaryIO) -> ByteReader:
     """``fh`` itself, or a reader that undoes the log's paste forms: colour codes that lost their ESC, then
-    line numbers in front of every line, or a hard wrap, an indentation and a collector's prefix."""
+    line numbers in front of every line, or a hard wrap and an indentation; and a collector's prefix."""
     head = _head_lines(fh)
     src: ByteReader = fh
     if _lost_colours(head):  # the other forms are decided on the lines as they were shown
         src, head = Decolored(src), [_LOST_SGR_RE.sub(b"", line) for line in head]
     sep = _numbering_of(head)
-    if sep is not None:
-        return Unnumbered(src, sep)
+    if sep is not None:  # numbered as shown: the lines under the numbers may still carry a collector's prefix
+        unnumbered = Unnumbered(src, sep)
+        prefix = _collector_prefix([unnumbered._rewrite(line) for line in head])
+        return unnumbered if prefix is None else Unprefixed(unnumbered, prefix)
     width, indent = _wrap_of(head), _indent_of(head)
     if width:
         src = Unwrapped(src, width)
+        head = Unwrapped(io.BytesIO(b"\n".join(head)), width).read().split(b"\n")  # as lines again
     if indent:
         src, head = Dedented(src, indent), [line.removeprefix(indent) for line in head]
     prefix = _collector_prefix(head)

@@ -135,6 +135,10 @@ class ImportPolicy:
     bridge_path_re: re.Pattern[str] | None = None  # a frame in the Megatron / Bridge / NeMo-RL stack
     # installed with a launcher (Jupyter's ipykernel): missing in its child means another interpreter ran
     launcher_modules: tuple[str, ...] = ()
+    # the environment (prefix) a frame's installed package lives in (group "root"), and which prefixes lie in a
+    # user's home (a user site, a home venv or conda): frames from both kinds mean two environments are mixed
+    env_root_re: re.Pattern[str] | None = None
+    home_root_re: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -357,6 +361,8 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         if imp.get("bridge_paths")
         else None,
         launcher_modules=tuple(imp.get("launcher_modules") or ()),
+        env_root_re=_compile(imp["env_roots"], "imports.env_roots") if imp.get("env_roots") else None,
+        home_root_re=_compile(imp["home_roots"], "imports.home_roots") if imp.get("home_roots") else None,
     )
     return Catalog(
         classes=classes,
