@@ -17,7 +17,10 @@ and against near misses that must not fire:
 - a paste both numbered or hard-wrapped and prefixed by a collector ("[stderr]") is read without both; IPython 8's
   frame ("File /x/y.py:12, in f()") opens a traceback pasted without its header, as Python's own frame does;
 - NeMo's warning that Megatron-Core is not importable (soft); PaddleNLP's and GPT-NeoX's loss-scale overflow loops;
-  any CUDA runtime error code by name ("cudaErrorInvalidValue") is a CUDA fault.
+  any CUDA runtime error code by name ("cudaErrorInvalidValue") is a CUDA fault;
+- round ax: the fatal tier also reads the shell's words for a signal alone on a line ("Bus error"), a build step's
+  "returned a non-zero code: 137" and a Go logger's fatal level ("level=fatal", "FATA[0000]"); GluonTS's and
+  TensorFlow's NaN-loss sentences are NaN losses.
 """
 
 from __future__ import annotations
@@ -97,6 +100,10 @@ REAL_FIXTURES = [
     ("hf_rust_client_status_404", "Blocked", "hf_offline_missing", "hf_http_auth_status"),
     ("nemo_megatron_core_not_found_warning", "Blocked", "bridge_import", "megatron_core_unavailable"),
     ("paddlenlp_optimizer_not_run_loss_scale", "Fail", "metric_failure", "loss_scale_collapsing"),
+    ("lightgbm_gpu_bus_error_shell", "Fail", "unknown_error", "fatal:fatal_signal"),
+    ("docker_build_nonzero_code_137", "Fail", "unknown_error", "fatal:fatal_exit_code"),
+    ("dcgm_exporter_logrus_fatal", "Fail", "unknown_error", "fatal:fatal_go_logger"),
+    ("gluonts_batch_gave_nan_loss", "Fail", "metric_failure", "nan_inf_metric"),
 ]
 
 NEAR_MISSES = [
@@ -111,6 +118,10 @@ NEAR_MISSES = [
     # a fused kernel Megatron-Core lacks is no missing Megatron-Core; a loss scale that stays high
     "gradient_accumulation_fusion requires FusedLayerNorm from megatron.core.fusions but it is not available.",
     "[ WARNING] - optimizer not run, scale_before: 65536.0, scale_after: 32768.0",
+    # the signal words inside a sentence, an info-level Go log line, a zero exit of a build step
+    "Bus error means the process touched memory it could not map.",
+    'time="2020-12-15T11:28:40Z" level=info msg="DCGM successfully initialized!"',
+    "Step 5/9 : RUN pip install -r requirements.txt (returned a zero code)",
 ]
 
 

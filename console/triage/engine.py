@@ -1316,31 +1316,22 @@ class TriageEngine:
             else:
                 text = "\n".join(tb.frames[-fr.last :]) if fr.last else frames
             if fr.regex.search(text):
+                cls, verdict, rid, also = fr.cls, fr.verdict, fr.id, []
                 mixed = self._mixed_upgrade(fr.cls, fr.id, tb.frames)
                 if mixed is not None:
                     cls, rid, also = mixed
-                    return Finding(
-                        cls,
-                        self.cat.classes[cls].verdict,
-                        line,
-                        evidence,
-                        rid,
-                        file=self.source,
-                        tier=fr.tier,
-                        confidence=fr.confidence,
-                        lines=lines,
-                        also=also,
-                    )
+                    verdict = self.cat.classes[cls].verdict
                 return Finding(
-                    fr.cls,
-                    fr.verdict,
+                    cls,
+                    verdict,
                     line,
                     evidence,
-                    fr.id,
+                    rid,
                     file=self.source,
                     tier=fr.tier,
                     confidence=fr.confidence,
                     lines=lines,
+                    also=also,
                 )
         if tb.exc_text is not None or tb.wrapper:
             f = self._exception_finding(etype, tb.wrapper, msg, line, evidence, tb.frames, stage="late")
