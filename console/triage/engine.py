@@ -1316,7 +1316,8 @@ class TriageEngine:
             else:
                 text = "\n".join(tb.frames[-fr.last :]) if fr.last else frames
             if fr.regex.search(text):
-                cls, verdict, rid, also = fr.cls, fr.verdict, fr.id, []
+                cls, verdict, rid = fr.cls, fr.verdict, fr.id
+                also: list[str] = []
                 mixed = self._mixed_upgrade(fr.cls, fr.id, tb.frames)
                 if mixed is not None:
                     cls, rid, also = mixed
