@@ -81,6 +81,44 @@ TUNING_CASES = [
         "checkpoint_failure",
         "frames_checkpoint",
     ),
+    (
+        "yc-bnb-cuda121-nocublaslt-lib-missing-cpu-fallback",
+        "Blocked",
+        "missing_dependency",
+        "bitsandbytes_cuda_setup",
+    ),
+    (
+        "apb-ray-autoscaler-infeasible-placement-group-bundle",
+        "Blocked",
+        "ray_cluster",
+        "ray_placement_pending",
+    ),
+    ("aie-candle-vllm-hfhub-404-typo-model-id", "Blocked", "hf_offline_missing", "hf_http_auth_status"),
+    (
+        "aka-nemo-ssm-megatron-core-not-imported-warning",
+        "Blocked",
+        "bridge_import",
+        "megatron_core_unavailable",
+    ),
+    (
+        "aof-megatron-llama-ckpt-convert-unable-to-import-megatron-path",
+        "Blocked",
+        "bridge_import",
+        "megatron_core_unavailable",
+    ),
+    ("ard-gptneox-overflow-50-skipped", "Fail", "metric_failure", "loss_scale_minimum"),
+    ("avc-paddlenlp-llama2-lora-optimizer-not-run-scale", "Fail", "metric_failure", "loss_scale_collapsing"),
+    ("acf-taskflow-hetero-traversal-executable-graph-invalid-value", "Fail", "cuda_error", "cuda_fault"),
+    # round ax: the fatal tier reads the shell's signal words, a build's non-zero code and a Go logger's fatal level
+    ("axc-lightgbm-gpu-bus-error-tiny-bins-kernel-compile", "Fail", "unknown_error", "fatal:fatal_signal"),
+    ("axf-swebench-base-image-build-exit-137", "Fail", "unknown_error", "fatal:fatal_exit_code"),
+    (
+        "axd-dcgm-exporter-fatal-module-not-loaded-watching-fields",
+        "Fail",
+        "unknown_error",
+        "fatal:fatal_go_logger",
+    ),
+    ("axc-modeltime-gluonts-nbeats-nan-loss-batch-ignored", "Fail", "metric_failure", "nan_inf_metric"),
 ]
 
 REAL_FIXTURES = [
