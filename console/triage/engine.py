@@ -131,6 +131,21 @@ _GLOG_FATAL_RE = re.compile(r"^F(?:\d{4} [\d:.]+ +\d+)? +[\w./-]+\.(?:cc|cpp|cxx
 _GLOG_WARNING_RE = re.compile(
     r"(?:^|: )W(?:\d{4} [\d:.]+ +\d+)? +(?![\w./-]*\bop_kernel\.cc:)[\w./-]+\.(?:cc|cpp|cxx|h):\d+\] (?!OP_REQUIRES failed)"
 )
+# A line logged at a warning level, its level word near its start: "Warning:  ... Using Python fallback",
+# "WARNING: ...", "[WARN] ...", "2024-01-02 10:00:00 | WARNING | ...". A failed import it reports was only warned
+# about (apex's "Original ImportError was: ModuleNotFoundError(...)" under its Python fallback).
+_WARNING_LEVEL_RE = re.compile(r"^.{0,40}?(?:^|[\s\[|(])(?:WARNING|WARN|Warning)(?:\]|:|\s+\||\))")
+# A failed import a library caught and reported, going on without it: xFormers' "A matching Triton is not available,
+# some optimizations will not be enabled. / Error caught was: No module named 'triton'", apex's "Original ImportError
+# was: ...".
+_CAUGHT_IMPORT_RE = re.compile(r"\b(?:[Ee]rror caught was|[Ee]xception caught was|Original ImportError was):")
+
+
+def _import_only_warned(body: str) -> bool:
+    """The line reports a failed import as a warning, or as one that was caught and gone on from."""
+    return _WARNING_LEVEL_RE.match(body) is not None or _CAUGHT_IMPORT_RE.search(body) is not None
+
+
 EXIT_CODE = "fatal_exit_code"  # the fatal marker of a process's non-zero exit code
 MIXED_ENVIRONMENTS = "mixed_environments"  # rule id suffix: a missing package in frames of two environments
 GLOG_FATAL = "glog_fatal"  # rule id suffix of a transient rule's line logged at that severity
@@ -461,7 +476,7 @@ class TriageEngine:
                 tb.classified = True
         elif not (tb and tb.noise) and any(lit in body for lit in IMPORT_LITERALS):
             f = self._import_finding(prefix, body, lineno, tb)
-            if f is not None and in_warning:
+            if f is not None and (in_warning or (tb is None and _import_only_warned(body))):
                 f.rule, f.transient = f"{f.rule}+{IN_WARNING}", True
             if f is not None:
                 handled = True

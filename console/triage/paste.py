@@ -297,12 +297,16 @@ class Unnumbered(_RowReader):
         super().__init__(fh)
         self.sep = sep
 
-    def _rewrite(self, row: bytes) -> bytes:
+    def strip(self, row: bytes) -> bytes:
+        """``row`` without its number and separator (unchanged when it has no number)."""
         m = _NUMBER_RE.match(row)
         if m is None:
             return row
         rest = row[m.end() :]
         return rest[len(self.sep) :] if rest.startswith(self.sep) else rest.lstrip(_SEP_CHARS)
+
+    def _rewrite(self, row: bytes) -> bytes:
+        return self.strip(row)
 
 
 class Decolored(_RowReader):
@@ -340,15 +344,16 @@ def pasted_reader(fh: BinaryIO) -> ByteReader:
     if _lost_colours(head):  # the other forms are decided on the lines as they were shown
         src, head = Decolored(src), [_LOST_SGR_RE.sub(b"", line) for line in head]
     sep = _numbering_of(head)
-    if sep is not None:  # numbered as shown: the lines under the numbers may still carry a collector's prefix
+    if sep is not None:  # numbered as shown; no wrap or indentation is looked for under the numbers
         unnumbered = Unnumbered(src, sep)
-        prefix = _collector_prefix([unnumbered._rewrite(line) for line in head])
-        return unnumbered if prefix is None else Unprefixed(unnumbered, prefix)
-    width, indent = _wrap_of(head), _indent_of(head)
-    if width:
-        src = Unwrapped(src, width)
-        head = Unwrapped(io.BytesIO(b"\n".join(head)), width).read().split(b"\n")  # as lines again
-    if indent:
-        src, head = Dedented(src, indent), [line.removeprefix(indent) for line in head]
+        src, head = unnumbered, [unnumbered.strip(line) for line in head]
+    else:
+        width, indent = _wrap_of(head), _indent_of(head)
+        if width:
+            src = Unwrapped(src, width)
+            head = Unwrapped(io.BytesIO(b"\n".join(head)), width).read().split(b"\n")  # as lines again
+        if indent:
+            src, head = Dedented(src, indent), [line.removeprefix(indent) for line in head]
+    # the lines may still carry a collector's prefix
     prefix = _collector_prefix(head)
     return src if prefix is None else Unprefixed(src, prefix)
