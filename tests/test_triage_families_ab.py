@@ -39,7 +39,7 @@ from tests.triage_helpers import assert_no_finding, assert_primary, primary, tri
         ),
         ("verl_register_center_missing_single_node", "Blocked", "ray_cluster", "exc_verl_register_center"),
         # torch.compile finding no triton: named by the component the message mentions (a package not installed)
-        ("inductor_triton_not_installed", "Blocked", "missing_dependency", "component:comp_dependency"),
+        ("inductor_triton_not_installed", "Blocked", "missing_dependency", "exc_install_hint"),
         ("ray_io_worker_spilling_failed", "Blocked", "ray_cluster", "ray_object_spilling_failed"),
         ("tf_restore_checksum_mismatch", "Fail", "checkpoint_failure", "tf_checkpoint_checksum_mismatch"),
         (

@@ -20,7 +20,16 @@ fixtures) and near misses that must not fire (the synthetic fixture built from x
   exception type (MisconfigurationException, OlmoConfigurationError) is a configuration error;
 - a loader outside torch that "cannot find tensor X" in the checkpoint is a checkpoint that does not fit; cuDNN's
   frontend failing to build a plan ("[cudnn_frontend] Error: No execution plans built successfully") is a CUDA-class
-  fault; a program that printed its error's chain ("Error: ...", then "Caused by:" alone on its line) died.
+  fault; a program that printed its error's chain ("Error: ...", then "Caused by:" alone on its line) died;
+- round ba: a loss printed as "Nan"; a DataLoader worker killed by SIGBUS is shared memory that ran out; Spark
+  RAPIDS' SplitAndRetryOOM; an object or class lacking an attribute is one version written against another when an
+  installed package or the Megatron stack made the access (verl's layer over Megatron-Core counts as that stack),
+  and a plain bug otherwise; a module named for checkpoints (_checkpoint.py, generate_param_only_checkpoint.py), a
+  ckpts/ package and an optimizer state's load are checkpoint frames, activation checkpointing is not;
+- round bb: an exception printed as its repr (Hydra's "Error in call to target" over 'TypeError("...")') is read as
+  its "Type: message" line; a registry without the type a config names ("'bevformer is not in the models
+  registry'") is a configuration error; an error whose message says a package is missing ("requires xfuser
+  package", "Please install numpy") is a missing dependency.
 """
 
 from __future__ import annotations
@@ -96,6 +105,51 @@ TUNING_CASES = [
     ),
     ("awf-llmc-cudnn-att-no-execution-plans", "Fail", "cuda_error", "cuda_fault"),
     ("azd-te-fused-attn-no-execution-plans-h100", "Fail", "cuda_error", "cuda_fault"),
+    ("atd-maxtext-param-only-ckpt-read-train-checkpoint", "Fail", "checkpoint_failure", "frames_checkpoint"),
+    ("avc-gemma-load-params-no-item-metadata-hf-dir", "Fail", "checkpoint_failure", "frames_checkpoint"),
+    (
+        "aye-nanotron-load-optimizer-keyerror-none-tp-change",
+        "Fail",
+        "checkpoint_failure",
+        "frames_checkpoint",
+    ),
+    (
+        "bae-pointflowmatch-unet1d-use-dropout-upstream-diffusion-policy",
+        "Blocked",
+        "config_error",
+        "exc_signature_mismatch",
+    ),
+    ("bbc-bevformer-detector-not-in-models-registry", "Blocked", "config_error", "exc_registry_missing_type"),
+    (
+        "bbc-bevformer-windows-custom-dataset-not-registered",
+        "Blocked",
+        "config_error",
+        "exc_registry_missing_type",
+    ),
+    ("bbh-hunyuanvideo-xdit-ulysses-requires-xfuser", "Blocked", "missing_dependency", "exc_install_hint"),
+    ("aqc-cutesv-apptainer-host-local-python-numpy", "Blocked", "missing_dependency", "exc_install_hint"),
+    # round ba
+    ("bac-autogptq-avg-loss-nan-qwen15", "Fail", "metric_failure", "nan_inf_metric"),
+    ("bah-fastai-docker-dataloader-bus-error-shm", "Blocked", "no_space", "shm_exhausted"),
+    ("baf-spark-rapids-split-and-retry-oom", "Fail", "cuda_oom", "cuda_oom"),
+    (
+        "abc-bridge-installed-megatron-pkg-shadows-repo-checkout",
+        "Blocked",
+        "bridge_import",
+        "exc_attribute_drift+bridge_stack_caller",
+    ),
+    (
+        "wd-verl-mcore-get-megatron-optimizer-no-weight-decay-cond",
+        "Blocked",
+        "bridge_import",
+        "exc_signature_mismatch+bridge_stack_caller",
+    ),
+    (
+        "m-venv-mismatch-openrlhf-llmengine-model-executor",
+        "Blocked",
+        "missing_dependency",
+        "exc_attribute_drift+library_caller",
+    ),
 ]
 
 REAL_FIXTURES = [
@@ -113,6 +167,12 @@ REAL_FIXTURES = [
         "env_entry_point_not_on_path",
     ),
     ("candle_cannot_find_tensor_tei", "Fail", "checkpoint_failure", "weights_tensor_not_found"),
+    (
+        "megatron_installed_package_namespace_attr",
+        "Blocked",
+        "bridge_import",
+        "exc_attribute_drift+bridge_stack_caller",
+    ),
 ]
 
 NEAR_MISSES = [
@@ -197,3 +257,51 @@ def test_a_cause_line_with_text_is_no_error_chain(tmp_path: Path) -> None:
 def test_the_nccl_words_without_nccl_still_name_the_collective(tmp_path: Path) -> None:
     res = tri_text(tmp_path, "RuntimeError: Runtime error: unhandled cuda error\n")
     assert primary(res)[:2] == ("Fail", "nccl")
+
+
+_ATTR = """Traceback (most recent call last):
+  File "train.py", line 9, in <module>
+    main()
+  File "{path}", line 83, in build_model
+    if model_type == ModelType.encoder_and_decoder:
+AttributeError: {what} has no attribute 'encoder_and_decoder'
+"""
+
+
+def test_an_attribute_the_megatron_layer_misses_is_the_stack_version(tmp_path: Path) -> None:
+    text = _ATTR.format(path="/work/verl/verl/utils/megatron_utils.py", what="type object 'ModelType'")
+    res = tri_text(tmp_path, text)
+    assert primary(res)[:2] == ("Blocked", "bridge_import")
+
+
+def test_an_attribute_missing_in_the_users_code_is_a_bug(tmp_path: Path) -> None:
+    text = _ATTR.format(path="/work/myproj/build.py", what="type object 'ModelType'")
+    assert primary(tri_text(tmp_path, text))[:2] == ("Fail", "unknown_error")
+
+
+def test_none_has_no_api_even_inside_a_package(tmp_path: Path) -> None:
+    text = _ATTR.format(path="/opt/conda/lib/python3.10/site-packages/lib/util.py", what="'NoneType' object")
+    assert primary(tri_text(tmp_path, text))[:2] == ("Fail", "unknown_error")
+
+
+def test_activation_checkpointing_frames_are_no_checkpoint(tmp_path: Path) -> None:
+    """torch/utils/checkpoint.py recomputes activations in backward: a bug there is not a checkpoint that failed."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 40, in <module>\n'
+        "    loss.backward()\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/checkpoint.py", line 319, in backward\n'
+        "    outputs = ctx.run_function(*detached_inputs)\n"
+        "ValueError: too many values to unpack (expected 2)\n"
+    )
+    assert primary(tri_text(tmp_path, text))[:2] == ("Fail", "unknown_error")
+
+
+def test_an_exception_repr_inside_prose_is_not_read(tmp_path: Path) -> None:
+    """A repr must stand alone on its line or follow an error's lead-in; one in a sentence is not an exception."""
+    res = tri_text(tmp_path, 'We now raise TypeError("bad") when the input is empty, see the changelog.\n')
+    assert_no_finding(res)
+
+
+def test_a_registry_lookup_that_works_is_no_finding(tmp_path: Path) -> None:
+    assert_no_finding(tri_text(tmp_path, "INFO: registered BEVFormer in the models registry\n"))

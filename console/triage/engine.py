@@ -175,6 +175,22 @@ _EXC_RE = re.compile(
     + r"))"
     r"(?:\((?P<inner>\w+)\))?(?: " + re.escape(TF1_REFERRAL) + r")?(?::\s?(?P<msg>.*))?$"
 )
+# An exception as its repr, on a line of its own or after an error's lead-in: Hydra's "Error in call to target
+# 'pkg.Model':" over 'TypeError("Model.__init__() got an unexpected keyword argument \'x\'")', spaCy's "Encountered
+# exception:" over "OverflowError('Invalid Nan value when encoding double',)", Optuna's "Trial 2 failed because of
+# the following error: ValueError('...')". Read as the "Type: message" line it stands for.
+_EXC_REPR_RE = re.compile(
+    r"^(?:.{0,200}?\b(?:[Ee]rror|[Ee]xception|failed|[Ff]ailure)\b[^:]{0,60}:\s*)?"
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))\((?P<q>[\"'])(?P<msg>.*?)(?P=q),?\)\s*[.;]?\s*$"
+)
+
+
+def _exception_repr(body: str) -> re.Match[str] | None:
+    """The "Type: message" line an exception's repr in ``body`` stands for (see _EXC_REPR_RE), or None."""
+    m = _EXC_REPR_RE.match(body.strip())
+    return None if m is None else _EXC_RE.match(f"{m.group('type')}: {m.group('msg')}")
+
+
 # After a traceback's frames, Python prints the exception at column 0 whatever its type is named
 # (pyarrow's ArrowInvalid, triton's OutOfResources, torch._dynamo's BackendCompilerFailed): read there
 # only, any dotted CamelCase name (not a log level in capitals) followed by ":" or the line's end.
@@ -504,7 +520,7 @@ class TriageEngine:
         if exc is None and tb is not None and tb.frames and body[:1] not in (" ", "\t", ""):
             exc = _EXC_AFTER_FRAMES_RE.match(body)
         if exc is None and tb is None and exc_word:
-            exc = self._logged_exception(body, present)
+            exc = self._logged_exception(body, present) or _exception_repr(body)
         if tb is not None:
             if exc is not None:
                 if rule is not None and rule.verdict == "Noise":
