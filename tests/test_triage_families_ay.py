@@ -29,7 +29,8 @@ fixtures) and near misses that must not fire (the synthetic fixture built from x
 - round bb: an exception printed as its repr (Hydra's "Error in call to target" over 'TypeError("...")') is read as
   its "Type: message" line; a registry without the type a config names ("'bevformer is not in the models
   registry'") is a configuration error; an error whose message says a package is missing ("requires xfuser
-  package", "Please install numpy") is a missing dependency.
+  package", "Please install numpy") is a missing dependency; llama's "Loading a checkpoint for MP=2 but world size
+  is 1" is the launch's process count, not the checkpoint.
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ TUNING_CASES = [
     ),
     ("bbh-hunyuanvideo-xdit-ulysses-requires-xfuser", "Blocked", "missing_dependency", "exc_install_hint"),
     ("aqc-cutesv-apptainer-host-local-python-numpy", "Blocked", "missing_dependency", "exc_install_hint"),
+    ("azh-llama2-13b-chat-mp2-world-size-1", "Blocked", "config_error", "model_parallel_world_size_mismatch"),
+    ("bbg-codellama-34b-mp4-world-size-1", "Blocked", "config_error", "model_parallel_world_size_mismatch"),
     # round ba
     ("bac-autogptq-avg-loss-nan-qwen15", "Fail", "metric_failure", "nan_inf_metric"),
     ("bah-fastai-docker-dataloader-bus-error-shm", "Blocked", "no_space", "shm_exhausted"),
@@ -167,6 +170,7 @@ REAL_FIXTURES = [
         "env_entry_point_not_on_path",
     ),
     ("candle_cannot_find_tensor_tei", "Fail", "checkpoint_failure", "weights_tensor_not_found"),
+    ("llama_mp_checkpoint_world_size", "Blocked", "config_error", "model_parallel_world_size_mismatch"),
     (
         "megatron_installed_package_namespace_attr",
         "Blocked",
