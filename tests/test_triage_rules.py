@@ -63,6 +63,23 @@ def test_stack_module_token_reads_the_import_policy() -> None:
         parse_catalog(data)
 
 
+def test_entry_points_token_reads_the_import_list() -> None:
+    """``{entry_points}`` in a pattern is the [imports] list of regex fragments (not escaped): a program added
+    there reaches the patterns, and a catalog with the token but without the list is refused."""
+    import tomllib
+
+    data = tomllib.loads(CATALOG.read_text())
+    rule = next(r for r in parse_catalog(data).rules if r.id == "env_entry_point_not_on_path")
+    assert rule.regex.search("/bin/sh: 1: python3.11: not found")
+    assert not rule.regex.search("/bin/sh: 1: newtool: not found")
+    data["imports"]["entry_points"] = [*data["imports"]["entry_points"], "newtool"]
+    rule = next(r for r in parse_catalog(data).rules if r.id == "env_entry_point_not_on_path")
+    assert rule.regex.search("zsh: command not found: newtool")
+    del data["imports"]["entry_points"]
+    with pytest.raises(CatalogError, match="entry_points"):
+        parse_catalog(data)
+
+
 def test_exact_remedies() -> None:
     cat = default_catalog()
     assert cat.classes["rocr_visible_devices"].remedy["unset"] == ["ROCR_VISIBLE_DEVICES"]

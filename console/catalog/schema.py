@@ -462,6 +462,7 @@ class TriageImports(TypedDict):
     launcher_modules: NotRequired[list[str]]
     env_roots: NotRequired[str]
     home_roots: NotRequired[str]
+    entry_points: NotRequired[list[str]]
 
 
 class TriageLimitation(TypedDict):

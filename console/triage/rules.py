@@ -253,28 +253,42 @@ def _build(kind: type[T], entry: dict[str, Any], where: str, classes: dict[str, 
     return kind(**built)
 
 
-MODULES_TOKEN = "{bridge_modules}"
+# Tokens a pattern may use, each read from a list in [imports]: (token, key, whether the items are names to escape
+# rather than regex fragments). One list then serves every pattern that names the same things.
+_TOKENS = (
+    (
+        "{bridge_modules}",
+        "bridge_modules",
+        True,
+    ),  # the Megatron/Bridge/NeMo-RL stack, also the import decision's
+    (
+        "{entry_points}",
+        "entry_points",
+        False,
+    ),  # programs an environment installs (torchrun, python[\d.]*, ...)
+)
 _PATTERN_SECTIONS = ("rule", "exception", "frame_rule", "marker", "component")
 
 
-def _expand_module_token(data: dict[str, Any]) -> dict[str, Any]:
-    """Patterns may name the Megatron/Bridge/NeMo-RL stack as ``{bridge_modules}``: it reads
-    ``[imports] bridge_modules`` (one list for the import decision and for every pattern)."""
-    mods = (data.get("imports") or {}).get("bridge_modules") or ()
-    alternation = "(?:" + "|".join(re.escape(str(m)) for m in mods) + ")"
+def _expand_tokens(data: dict[str, Any]) -> dict[str, Any]:
+    """Patterns may name a list of [imports] by its token (see _TOKENS): the token reads as the list's alternation."""
+    imp = data.get("imports") or {}
+    alternations: dict[str, tuple[str, str | None]] = {}
+    for token, key, names in _TOKENS:
+        items = [re.escape(str(i)) if names else str(i) for i in imp.get(key) or ()]
+        alternations[token] = (key, "(?:" + "|".join(items) + ")" if items else None)
     out = dict(data)
     for section in _PATTERN_SECTIONS:
         entries = data.get(section) or []
         expanded = []
         for entry in entries:
-            if any(isinstance(v, str) and MODULES_TOKEN in v for v in entry.values()):
-                if not mods:
-                    raise CatalogError(
-                        f"{section} {entry.get('id', '?')}: {MODULES_TOKEN} needs [imports] bridge_modules"
-                    )
+            for token, (key, alternation) in alternations.items():
+                if not any(isinstance(v, str) and token in v for v in entry.values()):
+                    continue
+                if alternation is None:
+                    raise CatalogError(f"{section} {entry.get('id', '?')}: {token} needs [imports] {key}")
                 entry = {
-                    k: v.replace(MODULES_TOKEN, alternation) if isinstance(v, str) else v
-                    for k, v in entry.items()
+                    k: v.replace(token, alternation) if isinstance(v, str) else v for k, v in entry.items()
                 }
             expanded.append(entry)
         if entries:
@@ -283,7 +297,7 @@ def _expand_module_token(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_catalog(data: dict[str, Any]) -> Catalog:
-    data = _expand_module_token(data)
+    data = _expand_tokens(data)
     classes: dict[str, ClassInfo] = {}
     for cid, c in (data.get("classes") or {}).items():
         where = f"classes.{cid}"
